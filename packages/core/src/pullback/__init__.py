@@ -1,0 +1,51 @@
+"""pullback: a deep-learning framework from first principles on NumPy (and CuPy).
+
+Reverse-mode autodiff over a dynamic graph, an N-d Tensor with NumPy semantics, one op registry
+that plugins extend, and a device registry. Optional parts are separate distributions that
+contribute subpackages (``pullback.nn``, ``pullback.optim``, ...).
+"""
+
+# Other distributions contribute pullback.<name> subpackages without a pullback/__init__.py of
+# their own: extend the package path over every "pullback" folder on sys.path (pkgutil style).
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)
+
+from .__about__ import __version__  # noqa: E402
+from . import autograd, dtypes  # noqa: E402
+from ._ops import (  # noqa: E402
+    abs, add, all, amax, amin, any, argmax, argmin, bitwise_and, bitwise_not, bitwise_or,
+    bitwise_xor, broadcast_to, cat, ceil, chunk, clamp, clip, clone, concatenate, contiguous, cos,
+    cumsum, div, dot, einsum, eq, erf, exp, expand, expm1, flatten, flip, floor, floor_divide,
+    gather, ge, gelu, getitem, gt, index_select, isfinite, isinf, isnan, le, leaky_relu, log,
+    log1p, logical_and, logical_not, logical_or, logical_xor, logsumexp, lt, masked_fill, matmul,
+    max, maximum, mean, min, minimum, mul, ne, neg, norm, one_hot, outer, pad, permute, pow, prod,
+    reciprocal, relu, remainder, repeat, reshape, roll, round, rsqrt, scatter_add, sigmoid, sign,
+    silu, sin, softplus, split, sqrt, square, squeeze, stack, std, sub, sum, sum_to, swapaxes,
+    take_along_axis, tanh, tile, transpose, tril, triu, unbind, unsqueeze, var, view, where,
+)
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
+from .autograd import is_grad_enabled  # noqa: E402
+from .creation import (  # noqa: E402
+    arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
+    linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, randperm, tensor,
+    uniform, zeros, zeros_like,
+)
+from .device import Device, device, devices, is_available, synchronize  # noqa: E402
+from .dispatch import DispatchMode, apply  # noqa: E402
+from .dtypes import (  # noqa: E402
+    bfloat16, bool_, double, float16, float32, float64, get_default_dtype, half, int8, int16,
+    int32, int64, long, set_default_dtype, uint8,
+)
+from .errors import (  # noqa: E402
+    AutogradError, DeviceError, DTypeError, IndexOutOfRangeError, PullbackError, ShapeError,
+)
+from .registry import Op, get_op  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+from .plugins import load_plugins as _load_plugins  # noqa: E402
+
+bool = bool_  # noqa: A001 - pullback.bool, as torch.bool
+float = float32  # noqa: A001
+int = int32  # noqa: A001
+
+_load_plugins()

@@ -1,0 +1,52 @@
+"""The built-in CPU backend: NumPy arrays, one seeded ``numpy.random.Generator``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .device import Backend
+
+
+class CPUBackend(Backend):
+    """NumPy on the host. ``array_api`` is true, so every op's generic kernel applies."""
+
+    name = "cpu"
+    dlpack_device_type = 1
+
+    def __init__(self) -> None:
+        self._generator = np.random.Generator(np.random.PCG64(0))
+
+    @property
+    def xp(self) -> Any:
+        return np
+
+    @property
+    def array_type(self) -> type:
+        return np.ndarray
+
+    def generator(self, index: int = 0) -> np.random.Generator:
+        return self._generator
+
+    def manual_seed(self, seed: int) -> None:
+        self._generator = np.random.Generator(np.random.PCG64(seed))
+
+    def get_rng_state(self) -> dict[str, Any]:
+        # PCG64's state is a dict of Python ints: JSON-serializable as it is.
+        return {"bit_generator": self._generator.bit_generator.state}
+
+    def set_rng_state(self, state: dict[str, Any]) -> None:
+        bitgen = np.random.PCG64()
+        bitgen.state = state["bit_generator"]
+        self._generator = np.random.Generator(bitgen)
+
+    def asarray(self, obj: Any, dtype: Any = None, index: int = 0) -> np.ndarray:
+        return np.asarray(obj, dtype=dtype)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def memory_info(self, index: int = 0) -> dict[str, int] | None:
+        return None
+

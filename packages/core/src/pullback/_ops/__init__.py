@@ -1,0 +1,65 @@
+"""Core ops and the public functions over them (re-exported as ``pullback.<name>``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dispatch import apply
+from .conversion import clone, contiguous, to
+from .elementwise import (
+    abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp, clip, cos, div, eq,
+    erf, exp, expm1, floor, floor_divide, ge, gelu, gt, isfinite, isinf, isnan, le, leaky_relu,
+    log, log1p, logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul, ne,
+    neg, pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, silu, sin, softplus, sqrt,
+    square, sub, tanh, where,
+)
+from .index import (
+    gather, getitem, index_select, masked_fill, one_hot, scatter_add, take_along_axis,
+)
+from .linalg import SWAPAXES, dot, einsum, matmul, outer
+from .mutation import copy_, fill_, fill_random_, inplace, setitem
+from .reduce import (
+    all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, prod, std,
+    sum, sum_to, var,
+)
+from .shape import (
+    broadcast_to, cat, chunk, concatenate, expand, flatten, flip, pad, permute, repeat, reshape,
+    roll, split, squeeze, stack, swapaxes, tile, transpose, tril, triu, unbind, unsqueeze,
+)
+
+
+def matrix_transpose(x: Any) -> Any:
+    """Swap the last two axes (``x.mT``)."""
+    if x.ndim < 2:
+        raise ValueError(f"mT needs at least 2 dims, got shape {tuple(x.shape)}")
+    return apply(SWAPAXES, x, a=-1, b=-2)
+
+
+def view(x: Any, *shape: Any) -> Any:
+    """PyTorch's ``view``: :func:`reshape` (NumPy reshapes without copying when it can)."""
+    return reshape(x, *shape)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:
+    from ..creation import as_tensor as _as_tensor
+
+    return _as_tensor(data, dtype=dtype, device=device)
+
+
+def masked_fill_(x: Any, mask: Any, value: Any) -> Any:
+    return inplace(x, masked_fill, mask, value)
+
+
+# Functions that are also Tensor methods (``x.sum(axis=0)`` is ``sum(x, axis=0)``).
+TENSOR_METHODS = (
+    "abs", "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "log1p", "expm1", "sqrt",
+    "rsqrt", "square", "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "leaky_relu",
+    "gelu", "silu", "softplus", "erf", "clamp", "clip", "maximum", "minimum", "sign", "floor",
+    "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "isnan", "isinf", "isfinite", "sum", "mean", "prod", "max",
+    "min", "amax", "amin", "argmax", "argmin", "var", "std", "logsumexp", "norm", "cumsum", "all",
+    "any", "reshape", "view", "flatten", "permute", "transpose", "swapaxes", "squeeze",
+    "unsqueeze", "expand", "broadcast_to", "split", "chunk", "unbind", "flip", "roll", "repeat",
+    "tile", "tril", "triu", "gather", "scatter_add", "index_select", "masked_fill",
+    "take_along_axis", "matmul", "dot", "outer", "sum_to", "floor_divide", "remainder",
+)

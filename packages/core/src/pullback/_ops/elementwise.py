@@ -1,0 +1,419 @@
+"""Elementwise ops: arithmetic, transcendental functions, activations, comparisons.
+
+Each op is declared once with a generic kernel (built from the backend's array namespace ``xp``)
+and, when differentiable, its grad rule right below it. Rules see inputs that may be broadcast;
+the engine sums each gradient down to its input's shape.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..dispatch import apply
+from ..registry import Op
+from ._declare import declare
+
+# -- binary arithmetic ------------------------------------------------------------------------
+
+ADD = declare(Op("add", lambda xp: xp.add, save_inputs=False, doc="x + y"))
+SUB = declare(Op("sub", lambda xp: xp.subtract, save_inputs=False, doc="x - y"))
+MUL = declare(Op("mul", lambda xp: xp.multiply, doc="x * y"))
+DIV = declare(Op("div", lambda xp: xp.true_divide, save_output=True, doc="x / y"))
+POW = declare(Op("pow", lambda xp: xp.power, save_output=True, doc="x ** y"))
+MAXIMUM = declare(Op("maximum", lambda xp: xp.maximum, doc="elementwise max"))
+MINIMUM = declare(Op("minimum", lambda xp: xp.minimum, doc="elementwise min"))
+
+
+@ADD.def_grad
+def _add_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    return g, g
+
+
+@SUB.def_grad
+def _sub_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    return g, -g
+
+
+@MUL.def_grad
+def _mul_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any, Any]:
+    return (g * y if needs[0] else None), (g * x if needs[1] else None)
+
+
+@DIV.def_grad
+def _div_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any, Any]:
+    gx = g / y if needs[0] else None
+    # d(x/y)/dy = -x/y^2 = -out/y; in create_graph mode ``out`` is the graph-connected output.
+    gy = -g * out / y if needs[1] else None
+    return gx, gy
+
+
+@POW.def_grad
+def _pow_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any, Any]:
+    gx = gy = None
+    if needs[0]:
+        # y * x**(y-1), written without dividing by x so that x = 0 works (PyTorch's formula).
+        if isinstance(y, (int, float)):
+            gx = g * 0.0 if y == 0 else g * (y * F.pow(x, y - 1))
+        else:
+            gx = F.where(F.equal(y, 0), 0.0, g * y * F.pow(x, y - 1))
+    if needs[1]:
+        # out * log(x); where x == 0 and y >= 0 the true derivative is 0, not nan.
+        safe = F.where(F.equal(x, 0), 1.0, x)
+        gy = F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0, g * out * F.log(safe))
+    return gx, gy
+
+
+@MAXIMUM.def_grad
+def _maximum_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    # Ties split the gradient evenly, as PyTorch does.
+    return _extremum_grad(F, g, F.greater(x, y), F.equal(x, y))
+
+
+@MINIMUM.def_grad
+def _minimum_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    return _extremum_grad(F, g, F.less(x, y), F.equal(x, y))
+
+
+def _extremum_grad(F: Any, g: Any, x_wins: Any, tie: Any) -> tuple[Any, Any]:
+    half = g * 0.5
+    gx = F.where(x_wins, g, F.where(tie, half, 0.0))
+    gy = F.where(x_wins, 0.0, F.where(tie, half, g))
+    return gx, gy
+
+
+# -- unary math -------------------------------------------------------------------------------
+
+NEG = declare(Op("neg", lambda xp: xp.negative, save_inputs=False, doc="-x"))
+ABS = declare(Op("abs", lambda xp: xp.abs, doc="|x|"))
+EXP = declare(Op("exp", lambda xp: xp.exp, save_inputs=False, save_output=True, doc="e^x"))
+LOG = declare(Op("log", lambda xp: xp.log, doc="natural log"))
+LOG1P = declare(Op("log1p", lambda xp: xp.log1p, doc="log(1 + x)"))
+EXPM1 = declare(Op("expm1", lambda xp: xp.expm1, save_inputs=False, save_output=True,
+                   doc="e^x - 1"))
+SQRT = declare(Op("sqrt", lambda xp: xp.sqrt, save_inputs=False, save_output=True, doc="sqrt"))
+RSQRT = declare(Op("rsqrt", lambda xp: lambda x: 1.0 / xp.sqrt(x), save_inputs=False,
+                   save_output=True, doc="1/sqrt(x)"))
+SQUARE = declare(Op("square", lambda xp: xp.square, doc="x^2"))
+RECIPROCAL = declare(Op("reciprocal", lambda xp: xp.reciprocal, save_inputs=False,
+                        save_output=True, doc="1/x"))
+SIN = declare(Op("sin", lambda xp: xp.sin, doc="sine"))
+COS = declare(Op("cos", lambda xp: xp.cos, doc="cosine"))
+TANH = declare(Op("tanh", lambda xp: xp.tanh, save_inputs=False, save_output=True, doc="tanh"))
+ERF = declare(Op("erf", lambda xp: _special(xp).erf, doc="error function"))
+
+
+def _special(xp: Any) -> Any:
+    """The special-functions module matching an array namespace (SciPy's, or CuPy's)."""
+    if xp.__name__ == "cupy":  # pragma: no cover - GPU only
+        import cupyx.scipy.special as special
+    else:
+        import scipy.special as special
+    return special
+
+
+NEG.def_grad(lambda F, g, out, x: (-g,))
+ABS.def_grad(lambda F, g, out, x: (g * F.sign(x),))
+EXP.def_grad(lambda F, g, out, x: (g * out,))
+LOG.def_grad(lambda F, g, out, x: (g / x,))
+LOG1P.def_grad(lambda F, g, out, x: (g / (x + 1.0),))
+EXPM1.def_grad(lambda F, g, out, x: (g * (out + 1.0),))
+SQRT.def_grad(lambda F, g, out, x: (g * 0.5 / out,))
+RSQRT.def_grad(lambda F, g, out, x: (g * -0.5 * out * out * out,))
+SQUARE.def_grad(lambda F, g, out, x: (g * 2.0 * x,))
+RECIPROCAL.def_grad(lambda F, g, out, x: (-g * out * out,))
+SIN.def_grad(lambda F, g, out, x: (g * F.cos(x),))
+COS.def_grad(lambda F, g, out, x: (-g * F.sin(x),))
+TANH.def_grad(lambda F, g, out, x: (g * (1.0 - out * out),))
+ERF.def_grad(lambda F, g, out, x: (g * (2.0 / math.sqrt(math.pi)) * F.exp(-(x * x)),))
+
+
+# -- activations ------------------------------------------------------------------------------
+
+def _sigmoid_kernel(xp: Any) -> Any:
+    def sigmoid(x: Any) -> Any:
+        # Split by sign so that exp never overflows: for x < 0, e^x / (1 + e^x).
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+    return sigmoid
+
+
+def _relu_kernel(xp: Any) -> Any:
+    return lambda x: xp.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+def _leaky_relu_kernel(xp: Any) -> Any:
+    return lambda x, negative_slope=0.01: xp.where(x > 0, x, x * negative_slope).astype(
+        x.dtype, copy=False
+    )
+
+
+def _softplus_kernel(xp: Any) -> Any:
+    def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+        bx = x * beta
+        # log(1 + e^bx) / beta, computed as max(bx, 0) + log1p(e^-|bx|); linear above threshold.
+        soft = (xp.maximum(bx, 0) + xp.log1p(xp.exp(-xp.abs(bx)))) / beta
+        return xp.where(bx > threshold, x, soft).astype(x.dtype, copy=False)
+
+    return softplus
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_kernel(xp: Any) -> Any:
+    erf = _special(xp).erf
+
+    def gelu(x: Any, approximate: str = "none") -> Any:
+        if approximate == "tanh":
+            inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+            return (0.5 * x * (1.0 + xp.tanh(inner))).astype(x.dtype, copy=False)
+        return (0.5 * x * (1.0 + erf(x * _INV_SQRT_2))).astype(x.dtype, copy=False)
+
+    return gelu
+
+
+SIGMOID = declare(Op("sigmoid", _sigmoid_kernel, save_inputs=False, save_output=True,
+                     doc="1 / (1 + e^-x)"))
+RELU = declare(Op("relu", _relu_kernel, save_inputs=False, save_output=True, doc="max(x, 0)"))
+LEAKY_RELU = declare(Op("leaky_relu", _leaky_relu_kernel, doc="x if x > 0 else slope * x"))
+SOFTPLUS = declare(Op("softplus", _softplus_kernel, doc="log(1 + e^(beta x)) / beta"))
+GELU = declare(Op("gelu", _gelu_kernel, doc="x * Phi(x) (exact or tanh approximation)"))
+def _silu_kernel(xp: Any) -> Any:
+    sigmoid = _sigmoid_kernel(xp)
+    return lambda x: x * sigmoid(x)
+
+
+SILU = declare(Op("silu", _silu_kernel, doc="x * sigmoid(x)"))
+
+SIGMOID.def_grad(lambda F, g, out, x: (g * out * (1.0 - out),))
+RELU.def_grad(lambda F, g, out, x: (F.where(F.greater(out, 0), g, 0.0),))
+
+
+@LEAKY_RELU.def_grad
+def _leaky_relu_grad(F: Any, g: Any, out: Any, x: Any, negative_slope: float = 0.01) -> Any:
+    return (F.where(F.greater(x, 0), g, g * negative_slope),)
+
+
+@SOFTPLUS.def_grad
+def _softplus_grad(F: Any, g: Any, out: Any, x: Any, beta: float = 1.0,
+                   threshold: float = 20.0) -> Any:
+    return (F.where(F.greater(x * beta, threshold), g, g * F.sigmoid(x * beta)),)
+
+
+@GELU.def_grad
+def _gelu_grad(F: Any, g: Any, out: Any, x: Any, approximate: str = "none") -> Any:
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        t = F.tanh(inner)
+        d_inner = _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
+        return (g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * d_inner),)
+    cdf = 0.5 * (1.0 + F.erf(x * _INV_SQRT_2))
+    pdf = _INV_SQRT_2PI * F.exp(-0.5 * x * x)
+    return (g * (cdf + x * pdf),)
+
+
+@SILU.def_grad
+def _silu_grad(F: Any, g: Any, out: Any, x: Any) -> Any:
+    s = F.sigmoid(x)
+    return (g * s * (1.0 + x * (1.0 - s)),)
+
+
+# -- clamp and selection ----------------------------------------------------------------------
+
+def _clip_kernel(xp: Any) -> Any:
+    def clip(x: Any, min: float | None = None, max: float | None = None) -> Any:  # noqa: A002
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must be given")
+        return xp.clip(x, min, max).astype(x.dtype, copy=False)
+
+    return clip
+
+
+CLAMP = declare(Op("clamp", _clip_kernel, doc="clip x to [min, max]"))
+
+
+@CLAMP.def_grad
+def _clamp_grad(F: Any, g: Any, out: Any, x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    inside = None
+    if min is not None:
+        inside = F.greater_equal(x, min)
+    if max is not None:
+        upper = F.less_equal(x, max)
+        inside = upper if inside is None else F.logical_and(inside, upper)
+    return (F.where(inside, g, 0.0),)
+
+
+def _where_kernel(xp: Any) -> Any:
+    def where(cond: Any, x: Any, y: Any) -> Any:
+        if getattr(cond, "dtype", None) is not None and cond.dtype.kind != "b":
+            raise TypeError(f"where: condition must be bool, got {cond.dtype}")
+        return xp.where(cond, x, y)
+
+    return where
+
+
+WHERE = declare(Op("where", _where_kernel, doc="cond ? x : y"))
+
+
+@WHERE.def_grad
+def _where_grad(F: Any, g: Any, out: Any, cond: Any, x: Any, y: Any, needs: Any) -> Any:
+    return (
+        None,
+        F.where(cond, g, 0.0) if needs[1] else None,
+        F.where(cond, 0.0, g) if needs[2] else None,
+    )
+
+
+# -- dtype cast -------------------------------------------------------------------------------
+
+CAST = declare(Op("cast", lambda xp: lambda x, dtype: x.astype(dtype), save_inputs=False,
+                  doc="convert to dtype"))
+
+
+@CAST.def_grad
+def _cast_grad(F: Any, g: Any, out: Any, x: Any, dtype: Any) -> Any:
+    return (F.cast(g, dtype=x.dtype),)
+
+
+# -- ops without gradient ---------------------------------------------------------------------
+
+def _no_grad_op(name: str, make: Any, doc: str) -> Op:
+    return declare(Op(name, make, differentiable=False, doc=doc))
+
+
+FLOOR_DIVIDE = _no_grad_op("floor_divide", lambda xp: xp.floor_divide, "x // y")
+REMAINDER = _no_grad_op("remainder", lambda xp: xp.remainder, "x % y (sign of y)")
+SIGN = _no_grad_op("sign", lambda xp: xp.sign, "sign of x")
+FLOOR = _no_grad_op("floor", lambda xp: xp.floor, "round down")
+CEIL = _no_grad_op("ceil", lambda xp: xp.ceil, "round up")
+ROUND = _no_grad_op("round", lambda xp: lambda x, decimals=0: xp.round(x, decimals),
+                    "round half to even")
+EQUAL = _no_grad_op("equal", lambda xp: xp.equal, "x == y")
+NOT_EQUAL = _no_grad_op("not_equal", lambda xp: xp.not_equal, "x != y")
+LESS = _no_grad_op("less", lambda xp: xp.less, "x < y")
+LESS_EQUAL = _no_grad_op("less_equal", lambda xp: xp.less_equal, "x <= y")
+GREATER = _no_grad_op("greater", lambda xp: xp.greater, "x > y")
+GREATER_EQUAL = _no_grad_op("greater_equal", lambda xp: xp.greater_equal, "x >= y")
+LOGICAL_AND = _no_grad_op("logical_and", lambda xp: xp.logical_and, "x and y")
+LOGICAL_OR = _no_grad_op("logical_or", lambda xp: xp.logical_or, "x or y")
+LOGICAL_XOR = _no_grad_op("logical_xor", lambda xp: xp.logical_xor, "x xor y")
+LOGICAL_NOT = _no_grad_op("logical_not", lambda xp: xp.logical_not, "not x")
+BITWISE_AND = _no_grad_op("bitwise_and", lambda xp: xp.bitwise_and, "x & y")
+BITWISE_OR = _no_grad_op("bitwise_or", lambda xp: xp.bitwise_or, "x | y")
+BITWISE_XOR = _no_grad_op("bitwise_xor", lambda xp: xp.bitwise_xor, "x ^ y")
+BITWISE_NOT = _no_grad_op("bitwise_not", lambda xp: xp.invert, "~x")
+ISNAN = _no_grad_op("isnan", lambda xp: xp.isnan, "x is NaN")
+ISINF = _no_grad_op("isinf", lambda xp: xp.isinf, "x is +-Inf")
+ISFINITE = _no_grad_op("isfinite", lambda xp: xp.isfinite, "x is finite")
+
+
+# -- public functions -------------------------------------------------------------------------
+
+def add(x: Any, y: Any, *, alpha: float = 1) -> Any:
+    """``x + alpha * y`` with broadcasting."""
+    return apply(ADD, x, y if alpha == 1 else apply(MUL, y, alpha))
+
+
+def sub(x: Any, y: Any, *, alpha: float = 1) -> Any:
+    """``x - alpha * y`` with broadcasting."""
+    return apply(SUB, x, y if alpha == 1 else apply(MUL, y, alpha))
+
+
+def mul(x: Any, y: Any) -> Any:
+    """``x * y`` with broadcasting."""
+    return apply(MUL, x, y)
+
+
+def div(x: Any, y: Any, *, rounding_mode: str | None = None) -> Any:
+    """``x / y``; ``rounding_mode="floor"`` gives floor division (no gradient)."""
+    if rounding_mode == "floor":
+        return apply(FLOOR_DIVIDE, x, y)
+    if rounding_mode is not None:
+        raise ValueError(f"div: rounding_mode must be None or 'floor', got {rounding_mode!r}")
+    return apply(DIV, x, y)
+
+
+def pow(x: Any, y: Any) -> Any:  # noqa: A001
+    """``x ** y``; either may be a Tensor or a Python number."""
+    return apply(POW, x, y)
+
+
+def clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    """Clip to ``[min, max]``; bounds may be numbers or Tensors (then via maximum/minimum)."""
+    from ..tensor import Tensor
+
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = apply(MAXIMUM, out, min)
+        if max is not None:
+            out = apply(MINIMUM, out, max)
+        return out
+    return apply(CLAMP, x, min=min, max=max)
+
+
+clip = clamp
+
+
+def where(cond: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``cond`` is true, else ``y`` (broadcast together)."""
+    return apply(WHERE, cond, x, y)
+
+
+def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
+    """``x`` for positive inputs, ``negative_slope * x`` otherwise."""
+    return apply(LEAKY_RELU, x, negative_slope=negative_slope)
+
+
+def gelu(x: Any, approximate: str = "none") -> Any:
+    """Gaussian error linear unit; ``approximate="tanh"`` for the GPT-2 approximation."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return apply(GELU, x, approximate=approximate)
+
+
+def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    return apply(SOFTPLUS, x, beta=beta, threshold=threshold)
+
+
+def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001
+    """Round half to even (no gradient)."""
+    return apply(ROUND, x, decimals=decimals)
+
+
+def _unary(op: Op) -> Any:
+    def fn(x: Any) -> Any:
+        return apply(op, x)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.doc}."
+    return fn
+
+
+def _binary(op: Op) -> Any:
+    def fn(x: Any, y: Any) -> Any:
+        return apply(op, x, y)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.doc}, with broadcasting."
+    return fn
+
+
+neg, abs, exp, log, log1p, expm1 = map(_unary, (NEG, ABS, EXP, LOG, LOG1P, EXPM1))  # noqa: A001
+sqrt, rsqrt, square, reciprocal = map(_unary, (SQRT, RSQRT, SQUARE, RECIPROCAL))
+sin, cos, tanh, erf, sigmoid, relu, silu = map(_unary, (SIN, COS, TANH, ERF, SIGMOID, RELU, SILU))
+sign, floor, ceil = map(_unary, (SIGN, FLOOR, CEIL))
+logical_not, bitwise_not, isnan, isinf, isfinite = map(
+    _unary, (LOGICAL_NOT, BITWISE_NOT, ISNAN, ISINF, ISFINITE)
+)
+maximum, minimum, floor_divide, remainder = map(_binary, (MAXIMUM, MINIMUM, FLOOR_DIVIDE, REMAINDER))
+eq, ne, lt, le, gt, ge = map(
+    _binary, (EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL)
+)
+logical_and, logical_or, logical_xor = map(_binary, (LOGICAL_AND, LOGICAL_OR, LOGICAL_XOR))
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (BITWISE_AND, BITWISE_OR, BITWISE_XOR))

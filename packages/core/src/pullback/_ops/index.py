@@ -1,0 +1,277 @@
+"""Indexing: slicing, integer-array and boolean-mask indexing, gather/scatter, one-hot.
+
+Gradients of indexing scatter-*add* into zeros, so repeated indices accumulate correctly. Each
+scatter op is itself differentiable (its gradient is the matching gather), which keeps
+``create_graph`` exact through indexing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dispatch import apply
+from ..errors import DeviceError, DTypeError, ShapeError
+from ..registry import Op
+from ._axes import normalize_axes
+from ._declare import declare
+
+
+def _add_at(xp: Any) -> Any:
+    """``ufunc.at``-style scatter-add for the namespace (NumPy's ``add.at``, CuPy's scatter_add)."""
+    if xp.__name__ == "cupy":  # pragma: no cover - GPU only
+        import cupyx
+
+        return cupyx.scatter_add
+    return xp.add.at
+
+
+def _along_index(xp: Any, idx: Any, axis: int) -> tuple[Any, ...]:
+    """The full advanced index that ``take_along_axis(x, idx, axis)`` reads."""
+    nd = idx.ndim
+    key = []
+    for d in range(nd):
+        if d == axis:
+            key.append(idx)
+        else:
+            shape = [1] * nd
+            shape[d] = idx.shape[d]
+            key.append(xp.arange(idx.shape[d]).reshape(shape))
+    return tuple(key)
+
+
+# -- basic and advanced indexing --------------------------------------------------------------
+
+GETITEM = declare(Op("getitem", lambda xp: lambda x, key: x[key], view=True, save_inputs=False,
+                     doc="basic indexing (slices, ints, None, Ellipsis): a view"))
+INDEX = declare(Op("index", lambda xp: lambda x, key: x[key], save_inputs=False,
+                   doc="advanced indexing (integer arrays, boolean masks): a copy"))
+
+
+def _getitem_scatter_kernel(xp: Any) -> Any:
+    def getitem_scatter(g: Any, key: Any, shape: tuple[int, ...]) -> Any:
+        out = xp.zeros(shape, dtype=g.dtype)
+        out[key] = g
+        return out
+
+    return getitem_scatter
+
+
+def _index_scatter_add_kernel(xp: Any) -> Any:
+    add_at = _add_at(xp)
+
+    def index_scatter_add(g: Any, key: Any, shape: tuple[int, ...]) -> Any:
+        out = xp.zeros(shape, dtype=g.dtype)
+        add_at(out, key, g)
+        return out
+
+    return index_scatter_add
+
+
+GETITEM_SCATTER = declare(Op("getitem_scatter", _getitem_scatter_kernel, save_inputs=False,
+                             doc="zeros with g written at a basic index (getitem's gradient)"))
+INDEX_SCATTER_ADD = declare(Op("index_scatter_add", _index_scatter_add_kernel, save_inputs=False,
+                               doc="zeros with g added at an advanced index (index's gradient)"))
+
+GETITEM.def_grad(lambda F, g, out, x, key: (
+    F.getitem_scatter(g, key=key, shape=tuple(x.shape)),))
+INDEX.def_grad(lambda F, g, out, x, key: (
+    F.index_scatter_add(g, key=key, shape=tuple(x.shape)),))
+GETITEM_SCATTER.def_grad(lambda F, g, out, x, key, shape: (F.getitem(g, key=key),))
+INDEX_SCATTER_ADD.def_grad(lambda F, g, out, x, key, shape: (F.index(g, key=key),))
+
+
+# -- index_select (take), gather (take_along_axis), scatter_add ----------------------------------
+
+TAKE = declare(Op("take", lambda xp: lambda x, idx, axis: xp.take(x, idx, axis=axis),
+                  save_inputs=False, doc="select entries along an axis (index_select)"))
+
+
+def _take_scatter_add_kernel(xp: Any) -> Any:
+    add_at = _add_at(xp)
+
+    def take_scatter_add(g: Any, idx: Any, axis: int, shape: tuple[int, ...]) -> Any:
+        out = xp.zeros(shape, dtype=g.dtype)
+        add_at(out, (slice(None),) * axis + (idx,), g)
+        return out
+
+    return take_scatter_add
+
+
+TAKE_SCATTER_ADD = declare(Op("take_scatter_add", _take_scatter_add_kernel, save_inputs=False,
+                              doc="add rows of g at indices along an axis (take's gradient)"))
+TAKE.def_grad(lambda F, g, out, x, idx, axis: (
+    F.take_scatter_add(g, idx, axis=axis, shape=tuple(x.shape)), None))
+TAKE_SCATTER_ADD.def_grad(lambda F, g, out, x, idx, axis, shape: (
+    F.take(g, idx, axis=axis), None))
+
+GATHER = declare(Op("gather", lambda xp: lambda x, idx, axis: xp.take_along_axis(x, idx, axis),
+                    save_inputs=False, doc="take_along_axis"))
+
+
+def _gather_scatter_add_kernel(xp: Any) -> Any:
+    add_at = _add_at(xp)
+
+    def gather_scatter_add(g: Any, idx: Any, axis: int, shape: tuple[int, ...]) -> Any:
+        out = xp.zeros(shape, dtype=g.dtype)
+        add_at(out, _along_index(xp, idx, axis), g)
+        return out
+
+    return gather_scatter_add
+
+
+def _scatter_add_kernel(xp: Any) -> Any:
+    add_at = _add_at(xp)
+
+    def scatter_add(x: Any, idx: Any, src: Any, axis: int) -> Any:
+        out = x.copy()
+        add_at(out, _along_index(xp, idx, axis), src)
+        return out
+
+    return scatter_add
+
+
+GATHER_SCATTER_ADD = declare(Op("gather_scatter_add", _gather_scatter_add_kernel,
+                                save_inputs=False, doc="gather's gradient"))
+SCATTER_ADD = declare(Op("scatter_add", _scatter_add_kernel, save_inputs=False,
+                         doc="x with src added at index along an axis"))
+GATHER.def_grad(lambda F, g, out, x, idx, axis: (
+    F.gather_scatter_add(g, idx, axis=axis, shape=tuple(x.shape)), None))
+GATHER_SCATTER_ADD.def_grad(lambda F, g, out, x, idx, axis, shape: (
+    F.gather(g, idx, axis=axis), None))
+SCATTER_ADD.def_grad(lambda F, g, out, x, idx, src, axis: (g, None, F.gather(g, idx, axis=axis)))
+
+
+def _one_hot_kernel(xp: Any) -> Any:
+    return lambda idx, num_classes: (idx[..., None] == xp.arange(num_classes)).astype(xp.int64)
+
+
+ONE_HOT = declare(Op("one_hot", _one_hot_kernel, differentiable=False,
+                     doc="integer classes to one-hot int64 rows"))
+
+
+# -- public functions -------------------------------------------------------------------------
+
+def _tensor_cls() -> Any:
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def normalize_key(x: Any, key: Any) -> tuple[tuple[Any, ...], bool]:
+    """An index as a tuple of ints/slices/None/Ellipsis/backend arrays, and whether it is
+    advanced (contains arrays)."""
+    Tensor = _tensor_cls()
+    if not isinstance(key, tuple):
+        key = (key,)
+    out: list[Any] = []
+    advanced = False
+    for k in key:
+        if isinstance(k, Tensor):
+            if k.device is not x.device:
+                raise DeviceError(f"index: tensor on {x.device} indexed by a tensor on {k.device}")
+            if k.dtype.kind not in "biu":
+                raise DTypeError(f"index: tensors used as indices must be integer or bool, got {k.dtype}")
+            out.append(k.data)
+            advanced = True
+        elif isinstance(k, (list, np.ndarray)) or (isinstance(k, bool)):
+            arr = np.asarray(k)
+            if arr.dtype.kind not in "biu":
+                raise DTypeError(f"index: arrays used as indices must be integer or bool, got {arr.dtype}")
+            out.append(x.device.backend.asarray(arr))
+            advanced = True
+        elif isinstance(k, (np.integer,)):
+            out.append(int(k))
+        elif k is None or k is Ellipsis or isinstance(k, (int, slice)):
+            out.append(k)
+        else:
+            raise TypeError(f"index: unsupported index {k!r} of type {type(k).__name__}")
+    return tuple(out), advanced
+
+
+def getitem(x: Any, key: Any) -> Any:
+    """``x[key]`` with NumPy semantics; gradients scatter-add."""
+    nkey, advanced = normalize_key(x, key)
+    return apply(INDEX if advanced else GETITEM, x, key=nkey)
+
+
+def _check_index(name: str, idx: Any) -> None:
+    if idx.dtype.kind not in "iu":
+        raise DTypeError(f"{name}: index must be an integer tensor, got {idx.dtype}")
+
+
+def index_select(x: Any, axis: int, index: Any) -> Any:
+    """Entries of ``x`` at ``index`` (1-D integers) along ``axis`` (PyTorch's index_select)."""
+    index = _as_index_tensor(x, index)
+    _check_index("index_select", index)
+    if index.ndim != 1:
+        raise ShapeError(f"index_select: index must be 1-D, got shape {tuple(index.shape)}")
+    return apply(TAKE, x, index, axis=normalize_axes(axis, x.ndim, "index_select")[0])
+
+
+def take_along_axis(x: Any, indices: Any, axis: int) -> Any:
+    """NumPy's ``take_along_axis`` (index broadcasts against ``x``)."""
+    indices = _as_index_tensor(x, indices)
+    _check_index("take_along_axis", indices)
+    if indices.ndim != x.ndim:
+        raise ShapeError(
+            f"take_along_axis: index has {indices.ndim} dims, input {tuple(x.shape)} has {x.ndim}"
+        )
+    return apply(GATHER, x, indices, axis=normalize_axes(axis, x.ndim, "take_along_axis")[0])
+
+
+def gather(x: Any, axis: int, index: Any) -> Any:
+    """PyTorch's ``gather``: ``out[i][j] = x[index[i][j]][j]`` (for ``axis=0``)."""
+    index = _as_index_tensor(x, index)
+    _check_index("gather", index)
+    if index.ndim != x.ndim:
+        raise ShapeError(f"gather: index has {index.ndim} dims, input {tuple(x.shape)} has {x.ndim}")
+    axis = normalize_axes(axis, x.ndim, "gather")[0]
+    x = _crop_to(x, index, axis, "gather")
+    return apply(GATHER, x, index, axis=axis)
+
+
+def scatter_add(x: Any, axis: int, index: Any, src: Any) -> Any:
+    """PyTorch's ``scatter_add``: ``x`` with ``src`` added at ``index`` along ``axis``."""
+    index = _as_index_tensor(x, index)
+    _check_index("scatter_add", index)
+    axis = normalize_axes(axis, x.ndim, "scatter_add")[0]
+    src = _crop_to(src, index, None, "scatter_add")
+    return apply(SCATTER_ADD, x, index, src, axis=axis)
+
+
+def _crop_to(x: Any, index: Any, skip_axis: int | None, name: str) -> Any:
+    """PyTorch's gather/scatter use only the leading ``index.shape`` part of the other tensor."""
+    key = []
+    for d, (n, m) in enumerate(zip(x.shape, index.shape)):
+        if d != skip_axis and m > n:
+            raise ShapeError(
+                f"{name}: index shape {tuple(index.shape)} exceeds {tuple(x.shape)} in axis {d}"
+            )
+        key.append(slice(None) if d == skip_axis or m == n else slice(0, m))
+    if all(k == slice(None) for k in key):
+        return x
+    return getitem(x, tuple(key))
+
+
+def masked_fill(x: Any, mask: Any, value: Any) -> Any:
+    """``x`` with ``value`` where ``mask`` is true."""
+    from .elementwise import where
+
+    return where(mask, value, x)
+
+
+def one_hot(indices: Any, num_classes: int = -1) -> Any:
+    """One-hot int64 rows (``num_classes=-1``: one more than the largest index)."""
+    _check_index("one_hot", indices)
+    if num_classes < 0:
+        num_classes = int(indices.data.max()) + 1 if indices.data.size else 0
+    return apply(ONE_HOT, indices, num_classes=num_classes)
+
+
+def _as_index_tensor(x: Any, index: Any) -> Any:
+    Tensor = _tensor_cls()
+    if isinstance(index, Tensor):
+        return index
+    return Tensor._wrap(x.device.backend.asarray(np.asarray(index)), x.device)

@@ -1,0 +1,141 @@
+"""In-place operations and ``__setitem__``, with the version counter that protects saved tensors.
+
+Without a graph to record (grad off, or nothing requires grad) an in-place op writes into the
+existing array, so that views and optimizers see the change. When the op must be recorded, the
+result is computed out of place and the tensor is re-pointed at it and at the new graph node:
+values saved for backward stay intact. Recording an in-place op on a tensor that requires grad
+and shares memory with a view is refused, since the view's graph would silently go stale.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..dispatch import state
+from ..errors import AutogradError, DTypeError, ShapeError
+from ..tensor import Tensor
+
+
+def _check_leaf(t: Tensor, name: str) -> None:
+    if state.grad_enabled and t._requires_grad and t._node is None:
+        raise AutogradError(
+            f"{name}: a leaf tensor that requires grad cannot be modified in place while grad "
+            "is enabled; wrap the update in pullback.no_grad()"
+        )
+
+
+def _write(t: Tensor, result: Any, name: str) -> None:
+    if tuple(result.shape) != tuple(t.shape):
+        raise ShapeError(
+            f"{name}: the result has shape {tuple(result.shape)} but the tensor written in place "
+            f"has shape {tuple(t.shape)}"
+        )
+    xp = t.device.backend.xp
+    try:
+        xp.copyto(t.data, result, casting="same_kind")
+    except TypeError:
+        raise DTypeError(
+            f"{name}: result dtype {result.dtype} cannot be stored in place into a tensor of "
+            f"dtype {t.dtype}"
+        ) from None
+    except ValueError as exc:  # read-only (e.g. a broadcast view)
+        raise AutogradError(f"{name}: cannot write into this tensor in place ({exc})") from None
+
+
+def inplace(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
+    """Run ``fn(t, *args)`` and store the result into ``t`` (see the module docstring)."""
+    name = getattr(fn, "__name__", "op") + "_"
+    _check_leaf(t, name)
+    records = state.grad_enabled and (
+        t._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
+    )
+    if records:
+        if t._base is not None or len(t._version) > 1:
+            raise AutogradError(
+                f"{name}: in-place op on a tensor that requires grad and shares memory with a "
+                "view is not supported (the view would go stale); use the out-of-place op"
+            )
+        result = fn(t, *args, **kwargs)
+        if tuple(result.shape) != tuple(t.shape):
+            raise ShapeError(f"{name}: result shape {tuple(result.shape)} != {tuple(t.shape)}")
+        if result.dtype != t.dtype:
+            raise DTypeError(f"{name}: result dtype {result.dtype} != tensor dtype {t.dtype}")
+        t.data = result.data
+        t._node = result._node
+        t._requires_grad = result._requires_grad
+    else:
+        prev = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            result = fn(t, *args, **kwargs)
+        finally:
+            state.grad_enabled = prev
+        _write(t, result.data, name)
+    t._version[0] += 1
+    return t
+
+
+def setitem(t: Tensor, key: Any, value: Any) -> None:
+    """``t[key] = value`` for tensors outside any graph."""
+    from .index import normalize_key
+
+    value_grad = isinstance(value, Tensor) and value._requires_grad
+    if state.grad_enabled and (t._requires_grad or value_grad):
+        raise AutogradError(
+            "__setitem__: assigning into a tensor that requires grad (or assigning a tensor that "
+            "requires grad) would corrupt the graph; build the result with where()/cat() or do "
+            "it under pullback.no_grad()"
+        )
+    nkey, _ = normalize_key(t, key)
+    if isinstance(value, Tensor):
+        if value.device is not t.device:
+            from ..errors import DeviceError
+
+            raise DeviceError(f"__setitem__: tensor on {t.device}, value on {value.device}")
+        value = value.data
+    try:
+        t.data[nkey] = value
+    except IndexError as exc:
+        from ..errors import IndexOutOfRangeError
+
+        raise IndexOutOfRangeError(f"__setitem__ on shape {tuple(t.shape)}: {exc}") from None
+    except ValueError as exc:
+        raise ShapeError(f"__setitem__ on shape {tuple(t.shape)}: {exc}") from None
+    t._version[0] += 1
+
+
+def copy_(t: Tensor, src: Any) -> Tensor:
+    """Copy ``src`` into ``t`` (broadcast, cast); no graph."""
+    _check_leaf(t, "copy_")
+    if isinstance(src, Tensor):
+        if src.device is not t.device:
+            src = src.to(t.device)
+        src = src.data
+    xp = t.device.backend.xp
+    try:
+        xp.copyto(t.data, xp.broadcast_to(xp.asarray(src), t.shape), casting="unsafe")
+    except ValueError as exc:
+        raise ShapeError(f"copy_: cannot copy shape {getattr(src, 'shape', ())} into "
+                         f"{tuple(t.shape)} ({exc})") from None
+    t._version[0] += 1
+    return t
+
+
+def fill_(t: Tensor, value: Any) -> Tensor:
+    """Fill ``t`` with a scalar; no graph."""
+    _check_leaf(t, "fill_")
+    t.data[...] = value
+    t._version[0] += 1
+    return t
+
+
+def fill_random_(t: Tensor, kind: str, a: float, b: float) -> Tensor:
+    """Fill with uniform(a, b) or normal(a, b) samples from the device's generator."""
+    from ..creation import normal, uniform
+
+    _check_leaf(t, f"{kind}_")
+    sample = uniform if kind == "uniform" else normal
+    values = sample(a, b, size=tuple(t.shape), dtype=t.dtype, device=t.device)
+    t.data[...] = values.data
+    t._version[0] += 1
+    return t

@@ -1,0 +1,296 @@
+"""Reductions: sum, mean, prod, amax/amin, logsumexp, norm, cumsum, and the non-differentiable
+argmax/argmin/all/any. ``sum_to`` (the gradient of broadcasting) lives here too.
+
+Every reduction takes ``axis`` (None, an int or a tuple) and ``keepdims``; the public functions
+also accept PyTorch's ``dim``/``keepdim`` spellings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dispatch import apply
+from ..registry import Op
+from ._axes import kept_shape, normalize_axes, pick_axis, to_axis_attr
+from ._declare import declare
+
+
+def _sum_kernel(xp: Any) -> Any:
+    return lambda x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims)
+
+
+def _mean_kernel(xp: Any) -> Any:
+    return lambda x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims)
+
+
+def _prod_kernel(xp: Any) -> Any:
+    return lambda x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims)
+
+
+def _amax_kernel(xp: Any) -> Any:
+    return lambda x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims)
+
+
+def _amin_kernel(xp: Any) -> Any:
+    return lambda x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims)
+
+
+SUM = declare(Op("sum", _sum_kernel, save_inputs=False, doc="sum over axes"))
+MEAN = declare(Op("mean", _mean_kernel, save_inputs=False, doc="mean over axes"))
+PROD = declare(Op("prod", _prod_kernel, save_output=True, doc="product over axes"))
+AMAX = declare(Op("amax", _amax_kernel, save_output=True, doc="max over axes"))
+AMIN = declare(Op("amin", _amin_kernel, save_output=True, doc="min over axes"))
+
+
+def _expand_back(F: Any, g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    """Reshape a reduced gradient so that it broadcasts against the input."""
+    if keepdims:
+        return g
+    return F.reshape(g, shape=kept_shape(x.shape, axis))
+
+
+@SUM.def_grad
+def _sum_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return (F.broadcast_to(_expand_back(F, g, x, axis, keepdims), shape=tuple(x.shape)),)
+
+
+@MEAN.def_grad
+def _mean_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    count = 1
+    for a in normalize_axes(axis, x.ndim, "mean"):
+        count *= x.shape[a]
+    g = _expand_back(F, g, x, axis, keepdims) * (1.0 / max(count, 1))
+    return (F.broadcast_to(g, shape=tuple(x.shape)),)
+
+
+@PROD.def_grad
+def _prod_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    # The product of the *other* elements: out / x where x has no zero; where exactly one
+    # element is zero, that element gets the product of the rest and the others get 0.
+    g = _expand_back(F, g, x, axis, keepdims)
+    out = _expand_back(F, out, x, axis, keepdims)
+    is_zero = F.equal(x, 0)
+    zeros = F.sum(F.cast(is_zero, dtype=x.dtype), axis=axis, keepdims=True)
+    safe_x = F.where(is_zero, 1.0, x)
+    others_if_one_zero = F.prod(safe_x, axis=axis, keepdims=True)
+    no_zero = g * out / safe_x
+    one_zero = F.where(F.logical_and(is_zero, F.equal(zeros, 1)), g * others_if_one_zero, 0.0)
+    return (F.where(F.equal(zeros, 0), no_zero, one_zero),)
+
+
+def _extremum_grad(F: Any, g: Any, out: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    # Ties share the gradient evenly (PyTorch's amax/amin convention).
+    out = _expand_back(F, out, x, axis, keepdims)
+    g = _expand_back(F, g, x, axis, keepdims)
+    mask = F.cast(F.equal(x, out), dtype=x.dtype)
+    count = F.sum(mask, axis=axis, keepdims=True)
+    return (mask * (g / count),)
+
+
+AMAX.def_grad(lambda F, g, out, x, axis=None, keepdims=False: _extremum_grad(
+    F, g, out, x, axis, keepdims))
+AMIN.def_grad(lambda F, g, out, x, axis=None, keepdims=False: _extremum_grad(
+    F, g, out, x, axis, keepdims))
+
+
+def _logsumexp_kernel(xp: Any) -> Any:
+    def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        m = xp.max(x, axis=axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) along the axis: no shift
+        out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+        if keepdims:
+            return out
+        return out.reshape(()) if axis is None else xp.squeeze(out, axis=axis)
+
+    return logsumexp
+
+
+LOGSUMEXP = declare(Op("logsumexp", _logsumexp_kernel, save_output=True,
+                       doc="log(sum(exp(x))) over axes, stable"))
+
+
+@LOGSUMEXP.def_grad
+def _logsumexp_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None,
+                    keepdims: bool = False) -> Any:
+    out = _expand_back(F, out, x, axis, keepdims)
+    return (_expand_back(F, g, x, axis, keepdims) * F.exp(x - out),)
+
+
+def _norm2_kernel(xp: Any) -> Any:
+    return lambda x, axis=None, keepdims=False: xp.sqrt(
+        xp.sum(x * x, axis=axis, keepdims=keepdims)
+    )
+
+
+NORM2 = declare(Op("norm2", _norm2_kernel, save_output=True, doc="Euclidean norm over axes"))
+
+
+@NORM2.def_grad
+def _norm2_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    # x / ||x||, with 0 where the norm is 0 (PyTorch's subgradient choice).
+    out = _expand_back(F, out, x, axis, keepdims)
+    g = _expand_back(F, g, x, axis, keepdims)
+    safe = F.where(F.equal(out, 0), 1.0, out)
+    return (F.where(F.equal(out, 0), 0.0, g * x / safe),)
+
+
+CUMSUM = declare(Op("cumsum", lambda xp: lambda x, axis: xp.cumsum(x, axis=axis),
+                    save_inputs=False, doc="cumulative sum along an axis"))
+
+
+@CUMSUM.def_grad
+def _cumsum_grad(F: Any, g: Any, out: Any, x: Any, axis: int) -> Any:
+    rev = F.flip(g, axis=(axis,))
+    return (F.flip(F.cumsum(rev, axis=axis), axis=(axis,)),)
+
+
+def _sum_to_kernel(xp: Any) -> Any:
+    def sum_to(x: Any, shape: tuple[int, ...]) -> Any:
+        lead = x.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1
+        )
+        if axes:
+            x = xp.sum(x, axis=axes, keepdims=True)
+        return x.reshape(shape)
+
+    return sum_to
+
+
+SUM_TO = declare(Op("sum_to", _sum_to_kernel, save_inputs=False,
+                    doc="sum a broadcast array down to shape"))
+SUM_TO.def_grad(lambda F, g, out, x, shape: (F.broadcast_to(g, shape=tuple(x.shape)),))
+
+
+def _index_reduction(name: str, fn: str, doc: str) -> Op:
+    def make(xp: Any) -> Any:
+        f = getattr(xp, fn)
+        return lambda x, axis=None, keepdims=False: f(x, axis=axis, keepdims=keepdims)
+
+    return declare(Op(name, make, differentiable=False, doc=doc))
+
+
+ARGMAX = _index_reduction("argmax", "argmax", "index of the max")
+ARGMIN = _index_reduction("argmin", "argmin", "index of the min")
+ALL = _index_reduction("all", "all", "all true")
+ANY = _index_reduction("any", "any", "any true")
+
+
+# -- public functions -------------------------------------------------------------------------
+
+def _reduction(op: Op) -> Any:
+    def fn(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
+           keepdim: bool | None = None) -> Any:
+        axis = to_axis_attr(pick_axis(axis, dim))
+        return apply(op, x, axis=axis, keepdims=keepdim if keepdim is not None else keepdims)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"{op.doc[0].upper()}{op.doc[1:]} (``axis``/``dim``, ``keepdims``/``keepdim``)."
+    return fn
+
+
+sum, mean, prod, amax, amin = map(_reduction, (SUM, MEAN, PROD, AMAX, AMIN))  # noqa: A001
+logsumexp = _reduction(LOGSUMEXP)
+argmax, argmin = _reduction(ARGMAX), _reduction(ARGMIN)
+all, any = _reduction(ALL), _reduction(ANY)  # noqa: A001
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,  # noqa: A001
+        keepdim: bool | None = None) -> Any:
+    """Max over all elements, or ``(values, indices)`` along one axis (PyTorch's convention).
+
+    Along an axis the values' gradient is shared among ties, as for :func:`amax`.
+    """
+    axis = pick_axis(axis, dim)
+    keep = keepdim if keepdim is not None else keepdims
+    if axis is None:
+        return apply(AMAX, x, axis=None, keepdims=keep)
+    return _ValuesIndices(apply(AMAX, x, axis=axis, keepdims=keep),
+                          apply(ARGMAX, x, axis=axis, keepdims=keep))
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,  # noqa: A001
+        keepdim: bool | None = None) -> Any:
+    """Min over all elements, or ``(values, indices)`` along one axis (see :func:`max`)."""
+    axis = pick_axis(axis, dim)
+    keep = keepdim if keepdim is not None else keepdims
+    if axis is None:
+        return apply(AMIN, x, axis=None, keepdims=keep)
+    return _ValuesIndices(apply(AMIN, x, axis=axis, keepdims=keep),
+                          apply(ARGMIN, x, axis=axis, keepdims=keep))
+
+
+class _ValuesIndices(tuple):
+    """``(values, indices)`` with attribute access, like PyTorch's return type."""
+
+    def __new__(cls, values: Any, indices: Any) -> _ValuesIndices:
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self) -> Any:
+        return self[0]
+
+    @property
+    def indices(self) -> Any:
+        return self[1]
+
+
+def var(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = False,
+        dim: Any = None, keepdim: bool | None = None, unbiased: bool | None = None) -> Any:
+    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch)."""
+    axis = to_axis_attr(pick_axis(axis, dim))
+    keep = keepdim if keepdim is not None else keepdims
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    n = 1
+    for a in normalize_axes(axis, x.ndim, "var"):
+        n *= x.shape[a]
+    centered = x - apply(MEAN, x, axis=axis, keepdims=True)
+    total = apply(SUM, centered * centered, axis=axis, keepdims=keep)
+    denom = n - correction
+    return total / denom if denom > 0 else total * float("nan")
+
+
+def std(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = False,
+        dim: Any = None, keepdim: bool | None = None, unbiased: bool | None = None) -> Any:
+    """Standard deviation: ``sqrt(var(...))``."""
+    from .elementwise import sqrt
+
+    return sqrt(var(x, axis, correction=correction, keepdims=keepdims, dim=dim,
+                    keepdim=keepdim, unbiased=unbiased))
+
+
+def norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False, *,  # noqa: A002
+         dim: Any = None, keepdim: bool | None = None, p: Any = None) -> Any:
+    """Vector norm over ``axis`` (all elements by default): ord 2, 1, inf, -inf, 0 or p > 0."""
+    from .elementwise import abs as abs_, pow as pow_
+
+    ord = p if p is not None else ord
+    axis = to_axis_attr(pick_axis(axis, dim))
+    keep = keepdim if keepdim is not None else keepdims
+    if ord == 2 or ord == "fro":
+        return apply(NORM2, x, axis=axis, keepdims=keep)
+    if ord == 1:
+        return apply(SUM, abs_(x), axis=axis, keepdims=keep)
+    if ord == float("inf"):
+        return apply(AMAX, abs_(x), axis=axis, keepdims=keep)
+    if ord == float("-inf"):
+        return apply(AMIN, abs_(x), axis=axis, keepdims=keep)
+    if ord == 0:
+        return apply(SUM, (x != 0).to(x.dtype), axis=axis, keepdims=keep)
+    if isinstance(ord, (int, float)) and ord > 0:
+        return pow_(apply(SUM, pow_(abs_(x), ord), axis=axis, keepdims=keep), 1.0 / ord)
+    raise ValueError(f"norm: unsupported ord {ord!r}")
+
+
+def cumsum(x: Any, axis: int | None = None, *, dim: int | None = None) -> Any:
+    """Cumulative sum along one axis."""
+    axis = pick_axis(axis, dim)
+    if axis is None:
+        raise TypeError("cumsum: an axis is required")
+    return apply(CUMSUM, x, axis=normalize_axes(axis, x.ndim, "cumsum")[0])
+
+
+def sum_to(x: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``x`` down to ``shape`` (the adjoint of :func:`broadcast_to`)."""
+    return apply(SUM_TO, x, shape=tuple(shape))

@@ -1,0 +1,345 @@
+"""The backward engine: one topological order, then one reversed loop (no recursion).
+
+First-order backward runs each grad rule on raw arrays through the backend's
+:class:`~pullback.dispatch.RawNamespace`; ``create_graph=True`` runs the same rules on Tensors,
+so the gradients are themselves differentiable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..dispatch import raw_namespace, state, tensor_namespace
+from ..errors import AutogradError, ShapeError
+from ..tensor import Tensor
+from ..graph import Node, OutputSlot
+
+_FREED = (
+    "trying to backward through the graph a second time (or after its saved values were "
+    "freed): op '{}'. Pass retain_graph=True to the first backward if you need to do this"
+)
+
+
+def _topological_order(roots: list[Any]) -> list[Any]:
+    """Nodes reachable from ``roots``, every node after all the nodes it depends on."""
+    order: list[Any] = []
+    seen: set[Any] = set()
+    stack: list[tuple[Any, bool]] = [(r, False) for r in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.append((node, True))
+        for edge in node.edges or ():
+            if edge is None or edge.__class__ is Tensor or isinstance(edge, Tensor):
+                continue
+            target = edge.node if edge.__class__ is OutputSlot else edge
+            if target not in seen:
+                stack.append((target, False))
+    return order
+
+
+def _owner(edge: Any) -> Any:
+    """The node that receives a gradient sent along ``edge`` (a Node or an OutputSlot)."""
+    return edge.node if edge.__class__ is OutputSlot else edge
+
+
+def _reaching(order: list[Any], wanted_nodes: set[Any], wanted_leaves: set[int]) -> set[Any]:
+    """Nodes that are wanted or from which a wanted node or leaf is reachable.
+
+    ``order`` lists every node after the nodes it depends on, so one pass suffices.
+    """
+    reach: set[Any] = set()
+    for node in order:
+        if node in wanted_nodes:
+            reach.add(node)
+            continue
+        for edge in node.edges or ():
+            if edge is None:
+                continue
+            if isinstance(edge, Tensor):
+                if id(edge) in wanted_leaves:
+                    reach.add(node)
+                    break
+            elif _owner(edge) in reach:
+                reach.add(node)
+                break
+    return reach
+
+
+def _root_gradient(root: Tensor, gradient: Any, index: int) -> Any:
+    if gradient is None:
+        if root.data.size != 1:
+            raise AutogradError(
+                f"grad can be implicitly created only for scalar outputs: output {index} has "
+                f"shape {tuple(root.shape)}; pass gradient= (a tensor of that shape)"
+            )
+        return root.device.backend.xp.ones_like(root.data)
+    if isinstance(gradient, Tensor):
+        g = gradient
+    else:
+        g = Tensor._wrap(root.device.backend.asarray(gradient, dtype=root.dtype), root.device)
+    if tuple(g.shape) != tuple(root.shape):
+        raise ShapeError(
+            f"backward: gradient {index} has shape {tuple(g.shape)} but its output has shape "
+            f"{tuple(root.shape)}"
+        )
+    return g
+
+
+def run_backward(
+    roots: Sequence[Tensor],
+    gradients: Sequence[Any],
+    *,
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Sequence[Tensor] | None = None,
+    accumulate: bool = True,
+) -> list[Any] | None:
+    """Propagate ``gradients`` from ``roots`` back through the graph.
+
+    With ``accumulate`` the results go into the ``.grad`` of leaves (only those in ``inputs``
+    when given); otherwise the gradients of ``inputs`` are returned (``None`` where unreached).
+    """
+    root_grads: list[tuple[Any, Any]] = []  # (node or leaf tensor, gradient)
+    for i, (root, gradient) in enumerate(zip(roots, gradients)):
+        if not isinstance(root, Tensor):
+            raise TypeError(f"backward: output {i} is {type(root).__name__}, not a Tensor")
+        if not root._requires_grad:
+            raise AutogradError(
+                f"output {i} (shape {tuple(root.shape)}) does not require grad and has no "
+                "graph: nothing to differentiate (was it computed under no_grad, or from "
+                "tensors without requires_grad=True?)"
+            )
+        g = _root_gradient(root, gradient, i)
+        if create_graph and not isinstance(g, Tensor):
+            g = Tensor._wrap(g, root.device)
+        elif not create_graph and isinstance(g, Tensor):
+            g = g.data.copy() if root._node is None else g.data
+        root_grads.append((root._node if root._node is not None else root, g))
+
+    wanted_nodes: set[Any] = set()
+    wanted_leaves: set[int] = set()
+    if inputs is not None:
+        for i, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"inputs[{i}] is {type(t).__name__}, not a Tensor")
+            if not t._requires_grad:
+                raise AutogradError(f"inputs[{i}] (shape {tuple(t.shape)}) does not require grad")
+            if t._node is None:
+                wanted_leaves.add(id(t))
+            else:
+                wanted_nodes.add(t._node)
+
+    order = _topological_order([_owner(n) for n, _ in root_grads if not isinstance(n, Tensor)])
+    # With explicit inputs, only the part of the graph that leads to them is run.
+    reach = (
+        None
+        if inputs is None
+        else _reaching(order, {_owner(n) for n in wanted_nodes}, wanted_leaves)
+    )
+
+    grads: dict[Any, Any] = {}
+    leaf_grads: dict[int, list[Any]] = {}  # id -> [tensor, gradient]
+    captured: dict[Any, Any] = {}
+
+    def send(edge: Any, gi: Any) -> None:
+        if isinstance(edge, Tensor):
+            if reach is not None and id(edge) not in wanted_leaves:
+                return
+            slot = leaf_grads.get(id(edge))
+            if slot is None:
+                leaf_grads[id(edge)] = [edge, gi]
+            else:
+                slot[1] = slot[1] + gi
+        elif reach is not None and _owner(edge) not in reach:
+            return
+        elif edge.__class__ is OutputSlot:
+            per_output = grads.get(edge.node)
+            if per_output is None:
+                per_output = grads[edge.node] = [None] * edge.node.n_outputs
+            prev = per_output[edge.index]
+            per_output[edge.index] = gi if prev is None else prev + gi
+        else:
+            prev = grads.get(edge)
+            grads[edge] = gi if prev is None else prev + gi
+
+    for target, g in root_grads:
+        send(target, g)
+
+    prev_enabled = state.grad_enabled
+    state.grad_enabled = create_graph
+    modes = state.modes
+    try:
+        for node in reversed(order):
+            g = grads.pop(node, None)
+            if g is None:
+                continue
+            if node.args is None:
+                raise AutogradError(_FREED.format(node.name))
+            if node.__class__ is Node:
+                g = _output_hooks(node, g, create_graph, node.device)
+                if node in wanted_nodes:
+                    captured[node] = g
+                    if not _feeds(node, reach, wanted_leaves):
+                        continue
+                in_grads, ins = _run_rule(node, g, create_graph, reach, wanted_leaves)
+            else:  # a user-defined Function's node, possibly several outputs
+                g = [
+                    None if gi is None else _output_hooks(node.slots[k], gi, create_graph, node.device)
+                    for k, gi in enumerate(g)
+                ]
+                for k, slot in enumerate(node.slots):
+                    if slot in wanted_nodes and g[k] is not None:
+                        captured[slot] = g[k]
+                if reach is not None and not _feeds(node, reach, wanted_leaves):
+                    continue
+                in_grads, ins = node.run_backward(g, create_graph, _needs(node, reach, wanted_leaves))
+            F = tensor_namespace if create_graph else raw_namespace(node.device.type)
+            for edge, gi, x in zip(node.edges, in_grads, ins):
+                if edge is None or gi is None:
+                    continue
+                if gi.shape != x.shape:
+                    gi = _fit_shape(F, node, gi, x)
+                if gi.dtype != x.dtype:
+                    gi = F.cast(gi, dtype=x.dtype)
+                send(edge, gi)
+            if modes:
+                for mode in modes:
+                    mode.on_backward(node, g, in_grads)
+            if not retain_graph:
+                node.release()
+    finally:
+        state.grad_enabled = prev_enabled
+
+    return _finish_leaves(leaf_grads, captured, inputs, accumulate, create_graph)
+
+
+def _fit_shape(F: Any, node: Any, gi: Any, x: Any) -> Any:
+    """Sum a broadcast gradient down to its input's shape (and say so when it cannot be)."""
+    try:
+        return F.sum_to(gi, shape=tuple(x.shape))
+    except Exception as exc:
+        raise AutogradError(
+            f"grad rule of op '{node.name}' returned a gradient of shape {tuple(gi.shape)} "
+            f"for an input of shape {tuple(x.shape)}"
+        ) from exc
+
+
+def _needs(node: Any, reach: set[Any] | None, wanted_leaves: set[int]) -> tuple[bool, ...]:
+    """Per input of ``node``, whether its gradient is wanted."""
+    if reach is None:
+        return tuple(e is not None for e in node.edges)
+    return tuple(
+        e is not None
+        and ((id(e) in wanted_leaves) if isinstance(e, Tensor) else _owner(e) in reach)
+        for e in node.edges
+    )
+
+
+def _feeds(node: Any, reach: set[Any] | None, wanted_leaves: set[int]) -> bool:
+    """Whether running ``node``'s rule sends a gradient anywhere wanted."""
+    return reach is None or any(_needs(node, reach, wanted_leaves))
+
+
+def _run_rule(
+    node: Node, g: Any, create_graph: bool, reach: set[Any] | None, wanted_leaves: set[int]
+) -> tuple[Any, Any]:
+    op = node.op
+    rule = op._grad
+    if rule is None:
+        raise AutogradError(f"op '{op.name}' has no grad rule (it is not differentiable)")
+    if node.versions:
+        for i, (counter, value) in enumerate(node.versions):
+            if counter[0] != value:
+                raise AutogradError(
+                    f"a tensor saved by op '{op.name}' for backward was modified in place "
+                    f"afterwards (its version is {counter[0]}, expected {value}); use an "
+                    "out-of-place op or clone() it first"
+                )
+    kwargs = node.attrs
+    if node.saved is not None and not create_graph:
+        kwargs = {**kwargs, "saved": node.saved}
+    if op._grad_wants_needs:
+        kwargs = {**kwargs, "needs": _needs(node, reach, wanted_leaves)}
+    if create_graph:
+        ins = node.args
+        out = None
+        if node.out_data is not None:
+            out = Tensor._wrap(node.out_data, node.device)
+            out._node, out._requires_grad = node, True
+        result = rule(tensor_namespace, g, out, *ins, **kwargs)
+    else:
+        ins = node.arrays
+        result = rule(raw_namespace(node.device.type), g, node.out_data, *ins, **kwargs)
+    if result.__class__ is not tuple or len(result) != len(ins):
+        got = len(result) if isinstance(result, (tuple, list)) else type(result).__name__
+        raise AutogradError(
+            f"grad rule of op '{op.name}' must return a tuple of {len(ins)} gradients "
+            f"(one per input), got {got}"
+        )
+    return result, ins
+
+
+def _output_hooks(node: Any, g: Any, create_graph: bool, device: Any) -> Any:
+    """Run ``register_hook`` hooks and ``retain_grad`` of a non-leaf output."""
+    if node.hooks:
+        for hook in node.hooks:
+            result = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, device))
+            if result is not None:
+                g = result if create_graph else result.data
+    if node.retained is not None:
+        t = node.retained()
+        if t is not None:
+            new = g if isinstance(g, Tensor) else Tensor._wrap(g.copy(), t.device)
+            t.grad = new if t.grad is None else Tensor._wrap(t.grad.data + new.data, t.device)
+    return g
+
+
+def _finish_leaves(
+    leaf_grads: dict[int, list[Any]],
+    captured: dict[Any, Any],
+    inputs: Sequence[Tensor] | None,
+    accumulate: bool,
+    create_graph: bool,
+) -> list[Any] | None:
+    handed: set[int] = set()
+    results: dict[int, Any] = {}
+    for tensor, g in leaf_grads.values():
+        if tensor._hooks:
+            for hook in tensor._hooks:
+                out = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, tensor.device))
+                if out is not None:
+                    g = out if create_graph else out.data
+        if not accumulate:
+            results[id(tensor)] = g
+            continue
+        if isinstance(g, Tensor):
+            tensor.grad = g if tensor.grad is None else tensor.grad + g
+            continue
+        # A gradient array may be shared (add's rule hands one array to both inputs) or be a
+        # view of another; each .grad must own its memory since optimizers update it in place.
+        if g.base is not None or id(g) in handed:
+            g = g.copy()
+        handed.add(id(g))
+        old = tensor.grad
+        if old is None:
+            tensor.grad = Tensor._wrap(g, tensor.device)
+        elif old._node is None and old.data.shape == g.shape:
+            old.data += g
+        else:
+            tensor.grad = Tensor._wrap(old.data + g, tensor.device)
+    if accumulate:
+        return None
+    assert inputs is not None
+    out: list[Any] = []
+    for t in inputs:
+        g = results.get(id(t)) if t._node is None else captured.get(t._node)
+        if g is not None and not isinstance(g, Tensor):
+            g = Tensor._wrap(g, t.device)
+        out.append(g)
+    return out

@@ -1,0 +1,257 @@
+"""User-defined differentiable functions (PyTorch's ``torch.autograd.Function``).
+
+Example::
+
+    class Exp(pullback.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * y
+
+    y = Exp.apply(x)
+
+``forward`` runs without recording a graph; ``backward`` returns one gradient (or ``None``) per
+argument of ``forward``. Under ``create_graph=True`` ``backward`` runs with grad enabled, so a
+backward written with Tensor ops is itself differentiable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dispatch import state
+from ..errors import AutogradError
+from ..tensor import INFERENCE_VERSION, Tensor
+from ..graph import OutputSlot
+
+
+class FunctionCtx:
+    """The ``ctx`` object passed to ``forward`` and ``backward``.
+
+    Attributes set on it in ``forward`` are available in ``backward``.
+    """
+
+    def __init__(self, needs_input_grad: tuple[bool, ...]) -> None:
+        self.needs_input_grad = needs_input_grad
+        self.materialize_grads = True
+        self._saved: tuple[Any, ...] = ()
+        self._non_differentiable: set[int] = set()
+        self._node: FunctionNode | None = None
+
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Keep tensors for ``backward`` (read them back with :attr:`saved_tensors`).
+
+        Modifying a saved tensor in place before backward raises an error at backward time.
+        """
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward takes Tensors or None, got {type(t).__name__}")
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        """The tensors given to :meth:`save_for_backward`."""
+        node = self._node
+        if node is not None and node.args is None:
+            raise AutogradError(
+                f"saved tensors of {node.name} were freed by a previous backward; "
+                "pass retain_graph=True to keep them"
+            )
+        out = []
+        for item in self._saved:
+            if isinstance(item, _SavedOutput):
+                out.append(item.unpack())
+            else:
+                out.append(item)
+        return tuple(out)
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Declare outputs that carry no gradient (indices, masks...)."""
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With ``False``, ``backward`` receives ``None`` (not zeros) for unused outputs."""
+        self.materialize_grads = bool(value)
+
+
+class _SavedOutput:
+    """A saved tensor that is also an output: kept as data + slot, so that the node does not
+    reference its own output Tensor (no reference cycle)."""
+
+    __slots__ = ("data", "device", "slot")
+
+    def __init__(self, t: Tensor, slot: OutputSlot) -> None:
+        self.data, self.device, self.slot = t.data, t.device, slot
+
+    def unpack(self) -> Tensor:
+        t = Tensor._wrap(self.data, self.device)
+        t._node, t._requires_grad = self.slot, True
+        return t
+
+
+class FunctionNode:
+    """Graph node of a :class:`Function` application (one slot per output)."""
+
+    __slots__ = (
+        "fn", "ctx", "args", "edges", "device", "slots", "n_outputs", "out_meta", "versions",
+        "meta", "__weakref__",
+    )
+
+    def __init__(self, fn: type, ctx: FunctionCtx, args: tuple[Any, ...], outs: tuple[Any, ...],
+                 device: Any) -> None:
+        self.fn = fn
+        self.ctx = ctx
+        self.args = args
+        self.device = device
+        self.n_outputs = len(outs)
+        self.slots = [OutputSlot(self, i) for i in range(len(outs))]
+        self.out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None
+                         for o in outs]
+        self.edges = [
+            ((a._node or a) if a._requires_grad else None) if isinstance(a, Tensor) else None
+            for a in args
+        ]
+        self.versions = None
+        self.meta = None
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    @property
+    def op(self) -> Any:
+        """Functions have no registry op; debuggers show :attr:`name`."""
+        return None
+
+    def release(self) -> None:
+        self.args = None
+        self.edges = None
+        self.ctx = None
+
+    def run_backward(self, grads: list[Any], create_graph: bool,
+                     needs: tuple[bool, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """Call the user's ``backward``; returns the input gradients and the inputs."""
+        from ..creation import zeros
+
+        if self.versions:
+            for counter, value in self.versions:
+                if counter[0] != value:
+                    raise AutogradError(
+                        f"a tensor saved by {self.name} for backward was modified in place "
+                        f"afterwards (version {counter[0]}, expected {value})"
+                    )
+        ctx = self.ctx
+        wrapped = []
+        for g, meta in zip(grads, self.out_meta):
+            if g is None:
+                if ctx.materialize_grads and meta is not None:
+                    g = zeros(meta[0], dtype=meta[1], device=meta[2])
+            elif not isinstance(g, Tensor):
+                g = Tensor._wrap(g, self.device)
+            wrapped.append(g)
+        result = self.fn.backward(ctx, *wrapped)
+        if not isinstance(result, tuple):
+            result = (result,)
+        if len(result) != len(self.args):
+            raise AutogradError(
+                f"{self.name}.backward returned {len(result)} gradients, but forward took "
+                f"{len(self.args)} arguments (return None for those without a gradient)"
+            )
+        out = []
+        for i, (r, a) in enumerate(zip(result, self.args)):
+            if r is None or not needs[i]:
+                out.append(None)
+                continue
+            if not isinstance(r, Tensor):
+                raise AutogradError(f"{self.name}.backward returned {type(r).__name__} for input {i}")
+            if tuple(r.shape) != tuple(a.shape):
+                raise AutogradError(
+                    f"{self.name}.backward returned a gradient of shape {tuple(r.shape)} for "
+                    f"input {i} of shape {tuple(a.shape)}"
+                )
+            out.append(r if create_graph else r.data)
+        return tuple(out), self.args
+
+
+class Function:
+    """Base class of user-defined differentiable operations (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        """Compute the outputs from the inputs (no graph is recorded here)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        """Given d(loss)/d(outputs), return d(loss)/d(inputs): one per ``forward`` argument."""
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run ``forward`` and record one graph node for the result."""
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        record = state.grad_enabled and any(needs)
+        ctx = FunctionCtx(needs)
+        prev = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            result = cls.forward(ctx, *args, **kwargs)
+        finally:
+            state.grad_enabled = prev
+        if not record:
+            return result
+        single = isinstance(result, Tensor)
+        outs = (result,) if single else tuple(result)
+        device = next(a.device for a in args if isinstance(a, Tensor))
+        node = FunctionNode(cls, ctx, args, outs, device)
+        ctx._node = node
+        new_outs = []
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor) or id(o) in ctx._non_differentiable or o.dtype.kind != "f":
+                new_outs.append(o)
+                continue
+            if any(o is a for a in args):  # an input returned as is: give it its own identity
+                alias = Tensor._wrap(o.data, o.device)
+                alias._version = o._version
+                o = alias
+            o._node, o._requires_grad = node.slots[i], True
+            new_outs.append(o)
+        saved = []
+        versions = []
+        for t in ctx._saved:
+            index = next((i for i, o in enumerate(outs) if t is o), None)
+            if index is not None and isinstance(new_outs[index]._node, OutputSlot):
+                saved.append(_SavedOutput(new_outs[index], node.slots[index]))
+                continue
+            if t is not None:
+                if t._version is INFERENCE_VERSION:
+                    raise AutogradError(f"{cls.__name__}: inference tensors cannot be saved for backward")
+                versions.append((t._version, t._version[0]))
+            saved.append(t)
+        ctx._saved = tuple(saved)
+        node.versions = versions
+        if single:
+            return new_outs[0]
+        return tuple(new_outs) if isinstance(result, tuple) else new_outs
+
+
+def once_differentiable(fn: Any) -> Any:
+    """Mark a ``backward`` that is not itself differentiable (it runs under no_grad)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx: FunctionCtx, *grads: Any) -> Any:
+        prev = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            return fn(ctx, *grads)
+        finally:
+            state.grad_enabled = prev
+
+    return wrapper

@@ -1,0 +1,287 @@
+"""Creating tensors: from data, constants, ranges, random numbers, DLPack."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from .device import Device, backends
+from .dtypes import get_default_dtype, is_floating, to_dtype
+from .errors import DTypeError
+from .tensor import Tensor, default_device
+
+
+def _device(device: Any) -> Device:
+    return default_device() if device is None else Device(device)
+
+
+def _infer_dtype(host: np.ndarray, from_python: bool) -> np.dtype:
+    """PyTorch's inference: Python floats become the default dtype, ints int64."""
+    if from_python and host.dtype == np.float64:
+        return get_default_dtype()
+    if from_python and host.dtype.kind in "iu":
+        return np.dtype(np.int64)
+    return host.dtype
+
+
+def _array_from(data: Any, dtype: Any, device: Any, copy: bool = True) -> tuple[Any, Device]:
+    """Backend array and device for ``data`` (a Tensor, array, DLPack producer or nested list)."""
+    if isinstance(data, Tensor):
+        dev = data.device if device is None else Device(device)
+        t = data.to(dev) if dev is not data.device else data
+        arr = t.data
+        if dtype is not None:
+            arr = arr.astype(to_dtype(dtype), copy=copy)
+        elif copy:
+            arr = arr.copy()
+        return arr, dev
+    if not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "__dlpack_device__"):
+        t = from_dlpack(data)
+        return _array_from(t, dtype, device, copy)
+    from_python = not isinstance(data, (np.ndarray, np.generic))
+    if from_python and _holds_tensors(data):
+        data = [_host(x) for x in data]
+    host = np.array(data, copy=copy) if not from_python else np.asarray(data)
+    if host.dtype == object:
+        raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} of mixed types")
+    dt = to_dtype(dtype) if dtype is not None else _infer_dtype(host, from_python)
+    dev = _device(device)
+    if host.dtype != dt:
+        host = host.astype(dt)
+    if dev.type == "cpu":
+        return host, dev
+    return dev.backend.from_host(host, dev.index or 0), dev
+
+
+def _holds_tensors(data: Any) -> bool:
+    return isinstance(data, (list, tuple)) and builtins.any(isinstance(x, Tensor) for x in data)
+
+
+def _host(x: Any) -> Any:
+    if isinstance(x, Tensor):
+        return x.device.backend.to_host(x.data)
+    if isinstance(x, (list, tuple)):
+        return [_host(v) for v in x]
+    return x
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (Python floats become float32, ints int64)."""
+    arr, dev = _array_from(data, dtype, device, copy=True)
+    t = Tensor._wrap(arr, dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like :func:`tensor`, but shares memory with ``data`` when it can."""
+    if isinstance(data, Tensor) and dtype is None and (device is None or Device(device) is data.device):
+        return data
+    arr, dev = _array_from(data, dtype, device, copy=False)
+    return Tensor._wrap(arr, dev)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with a NumPy array."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    return Tensor._wrap(array, default_device())
+
+
+def from_dlpack(obj: Any) -> Tensor:
+    """Import any DLPack producer (NumPy, CuPy, PyTorch, JAX arrays) without copying."""
+    if isinstance(obj, Tensor):
+        return obj
+    dev_type, dev_index = obj.__dlpack_device__()
+    for backend in backends().values():
+        if backend.dlpack_device_type == dev_type and backend.is_available():
+            arr = backend.from_dlpack(obj)
+            name = backend.name if backend.name == "cpu" else f"{backend.name}:{int(dev_index)}"
+            return Tensor._wrap(arr, Device(name))
+    raise DTypeError(f"from_dlpack: no available backend for DLPack device type {dev_type}")
+
+
+def _shape(shape: Sequence[Any]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _make(fill: Any, shape: tuple[int, ...], dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    dev = _device(device)
+    dt = to_dtype(dtype)
+    t = Tensor._wrap(fill(dev.backend.xp, shape, dt), dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def zeros(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros."""
+    return _make(lambda xp, s, d: xp.zeros(s, dtype=d), _shape(shape), dtype, device, requires_grad)
+
+
+def ones(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones."""
+    return _make(lambda xp, s, d: xp.ones(s, dtype=d), _shape(shape), dtype, device, requires_grad)
+
+
+def empty(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialized tensor."""
+    return _make(lambda xp, s, d: xp.empty(s, dtype=d), _shape(shape), dtype, device, requires_grad)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` (dtype inferred from it when not given)."""
+    if dtype is None:
+        dtype = _scalar_dtype(fill_value)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return _make(lambda xp, s, d: xp.full(s, fill_value, dtype=d), shape, dtype, device,
+                 requires_grad)
+
+
+def _scalar_dtype(value: Any) -> np.dtype:
+    if isinstance(value, bool):
+        return np.dtype(bool)
+    if isinstance(value, int):
+        return np.dtype(np.int64)
+    return get_default_dtype()
+
+
+def _like(fn: Any, x: Tensor, dtype: Any, device: Any, requires_grad: bool, *args: Any) -> Tensor:
+    return fn(*args, dtype=x.dtype if dtype is None else dtype,
+              device=x.device if device is None else device, requires_grad=requires_grad)
+
+
+def zeros_like(x: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros with ``x``'s shape, dtype and device."""
+    return _like(zeros, x, dtype, device, requires_grad, tuple(x.shape))
+
+
+def ones_like(x: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones with ``x``'s shape, dtype and device."""
+    return _like(ones, x, dtype, device, requires_grad, tuple(x.shape))
+
+
+def empty_like(x: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uninitialized, with ``x``'s shape, dtype and device."""
+    return _like(empty, x, dtype, device, requires_grad, tuple(x.shape))
+
+
+def full_like(x: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """``fill_value`` everywhere, with ``x``'s shape, dtype and device."""
+    return _like(full, x, dtype, device, requires_grad, tuple(x.shape), fill_value)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` (inclusive) to ``end`` (exclusive) by ``step``."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        ints = builtins.all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = np.int64 if ints else get_default_dtype()
+    dev = _device(device)
+    t = Tensor._wrap(dev.backend.xp.arange(start, end, step, dtype=to_dtype(dtype)), dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    dev = _device(device)
+    arr = dev.backend.xp.linspace(start, end, steps, dtype=to_dtype(dtype))
+    t = Tensor._wrap(arr, dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """The identity matrix (``n`` x ``m``)."""
+    return _make(lambda xp, s, d: xp.eye(n, m, dtype=d), (n, m or n), dtype, device, requires_grad)
+
+
+# -- random numbers ---------------------------------------------------------------------------
+
+def manual_seed(seed: int) -> None:
+    """Seed the generators of every available backend (reproducible per backend)."""
+    for backend in backends().values():
+        if backend.is_available():
+            backend.manual_seed(int(seed))
+
+
+def _random(sample: Any, shape: tuple[int, ...], dtype: Any, device: Any,
+            requires_grad: bool, generator: Any = None) -> Tensor:
+    dev = _device(device)
+    dt = to_dtype(dtype)
+    if not is_floating(dt):
+        raise DTypeError(f"random floats need a floating dtype, got {dt}")
+    gen = generator if generator is not None else dev.backend.generator(dev.index or 0)
+    # NumPy's generators sample float32/float64 only; other float dtypes are cast.
+    sample_dt = dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
+    arr = sample(gen, shape, sample_dt)
+    if arr.dtype != dt:
+        arr = arr.astype(dt)
+    t = Tensor._wrap(arr, dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def rand(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    return _random(lambda g, s, d: g.random(s, dtype=d), _shape(shape), dtype, device,
+                   requires_grad, generator)
+
+
+def randn(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          generator: Any = None) -> Tensor:
+    """Standard normal samples."""
+    return _random(lambda g, s, d: g.standard_normal(s, dtype=d), _shape(shape), dtype, device,
+                   requires_grad, generator)
+
+
+def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = None,
+           device: Any = None, requires_grad: bool = False, generator: Any = None) -> Tensor:
+    """Samples from N(mean, std^2)."""
+    size = (size,) if isinstance(size, int) else tuple(size)
+    return _random(lambda g, s, d: g.standard_normal(s, dtype=d) * d.type(std) + d.type(mean),
+                   size, dtype, device, requires_grad, generator)
+
+
+def uniform(low: float = 0.0, high: float = 1.0, size: Any = (), dtype: Any = None,
+            device: Any = None, requires_grad: bool = False, generator: Any = None) -> Tensor:
+    """Samples from U(low, high)."""
+    size = (size,) if isinstance(size, int) else tuple(size)
+    return _random(lambda g, s, d: g.random(s, dtype=d) * d.type(high - low) + d.type(low),
+                   size, dtype, device, requires_grad, generator)
+
+
+def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None,
+            device: Any = None, generator: Any = None) -> Tensor:
+    """Integers in [low, high) (``randint(high, size)`` also works)."""
+    if high is None:
+        low, high = 0, low
+    dev = _device(device)
+    gen = generator if generator is not None else dev.backend.generator(dev.index or 0)
+    size = (size,) if isinstance(size, int) else tuple(size)
+    dt = to_dtype(dtype) if dtype is not None else np.dtype(np.int64)
+    return Tensor._wrap(gen.integers(low, high, size=size, dtype=dt), dev)
+
+
+def randperm(n: int, device: Any = None, generator: Any = None) -> Tensor:
+    """A random permutation of ``0..n-1`` (int64)."""
+    dev = _device(device)
+    gen = generator if generator is not None else dev.backend.generator(dev.index or 0)
+    return Tensor._wrap(gen.permutation(n).astype(np.int64), dev)

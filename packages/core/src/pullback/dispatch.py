@@ -1,0 +1,248 @@
+"""Dispatch: run an op's kernel for its inputs' backend and record the graph node.
+
+:func:`apply` is the hot path of the whole framework. With no mode active it is a loop over the
+inputs, one dictionary look-up for the kernel, the kernel call and, when a gradient is wanted, one
+:class:`~pullback.autograd.node.Node`. Plugins are never consulted here: their kernels and rules
+were put in the op table at load time.
+
+Modes (:class:`DispatchMode`) form a per-thread stack. While a mode is active every op goes to its
+:meth:`DispatchMode.dispatch`; the mode is popped while its own code runs, so calling
+:func:`apply` from inside a mode reaches the modes below it and finally the kernels (PyTorch's
+``TorchDispatchMode`` works the same way).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .graph import Node
+from .errors import DeviceError, PullbackError
+from .registry import OPS, Op
+from .tensor import INFERENCE_VERSION, Tensor
+
+_GRAD_KINDS = frozenset("fcV")  # float, complex, and ml_dtypes' bfloat16 ("V")
+
+
+class _ThreadState(threading.local):
+    """Per-thread switches read on every op."""
+
+    def __init__(self) -> None:
+        self.grad_enabled = True
+        self.inference = False
+        self.modes: list[DispatchMode] = []
+
+
+state = _ThreadState()
+
+
+class DispatchMode:
+    """Base class of a dispatch mode (tracing, batching, anomaly detection...).
+
+    Subclasses override :meth:`dispatch` and, when they care about backward, :meth:`on_backward`.
+    Use a mode as a context manager, or with :func:`push_mode`/:func:`pop_mode`.
+    """
+
+    def dispatch(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
+        """Handle one op. The default passes it on to the modes below (and the kernels)."""
+        return apply(op, *args, **attrs)
+
+    def on_backward(self, node: Node, grad_in: Any, grads_out: tuple[Any, ...]) -> None:
+        """Called by the engine after each node's grad rule ran (grads are raw or Tensors)."""
+
+    def __enter__(self) -> DispatchMode:
+        push_mode(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pop_mode(self)
+
+
+def push_mode(mode: DispatchMode) -> None:
+    """Make ``mode`` the innermost active mode of this thread."""
+    state.modes.append(mode)
+
+
+def pop_mode(mode: DispatchMode | None = None) -> DispatchMode:
+    """Remove the innermost mode (which must be ``mode`` when given) and return it."""
+    if not state.modes:
+        raise RuntimeError("pop_mode: no dispatch mode is active")
+    if mode is not None and state.modes[-1] is not mode:
+        raise RuntimeError(f"pop_mode: {mode!r} is not the innermost mode ({state.modes[-1]!r})")
+    return state.modes.pop()
+
+
+def active_modes() -> tuple[DispatchMode, ...]:
+    """The active modes of this thread, outermost first."""
+    return tuple(state.modes)
+
+
+def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
+    """Run ``op`` on ``args`` (Tensors and Python scalars) with keyword attributes ``attrs``.
+
+    The device is that of the first Tensor argument; every Tensor argument must be on it.
+    """
+    st = state
+    if st.modes:
+        mode = st.modes.pop()
+        try:
+            return mode.dispatch(op, args, attrs)
+        finally:
+            st.modes.append(mode)
+
+    device = None
+    requires_grad = False
+    arrays = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if device is None:
+                device = a.device
+            elif a.device is not device:
+                raise _device_mismatch(op, args)
+            arrays.append(a.data)
+            if a._requires_grad:
+                requires_grad = True
+        else:
+            arrays.append(a)
+    if device is None:
+        from .tensor import default_device
+
+        device = default_device()
+
+    kernel = op.kernels.get(device.type) or op.kernel_for(device.type)
+    try:
+        out = kernel(*arrays, **attrs)
+    except PullbackError:
+        raise
+    except Exception as exc:
+        from ._kernel_errors import kernel_error
+
+        raise kernel_error(op, args, attrs, exc) from exc
+    saved = None
+    if op.aux:
+        out, saved = out
+    if out.__class__ is not device.array_type:
+        out = device.backend.asarray(out)
+
+    t = Tensor.__new__(Tensor)
+    t.data = out
+    t.device = device
+    t.grad = None
+    t._hooks = None
+    if op.view:
+        base = args[0]
+        counter = base._version
+        if len(counter) == 1:
+            counter.append(True)  # marks "has views": recorded in-place ops are then refused
+        t._version = counter
+        t._base = base._base if base._base is not None else base
+    else:
+        t._version = [0]
+        t._base = None
+    if (
+        requires_grad
+        and st.grad_enabled
+        and op.differentiable
+        and out.dtype.kind in _GRAD_KINDS
+    ):
+        t._node = Node(op, args, arrays, attrs, out if op.save_output else None, saved, device)
+        t._requires_grad = True
+    else:
+        t._node = None
+        t._requires_grad = False
+        if st.inference:
+            t._version = INFERENCE_VERSION
+    return t
+
+
+def _device_mismatch(op: Op, args: tuple[Any, ...]) -> DeviceError:
+    devices = [str(a.device) for a in args if isinstance(a, Tensor)]
+    shapes = [tuple(a.shape) for a in args if isinstance(a, Tensor)]
+    return DeviceError(
+        f"{op.name}: expected all tensors on one device, got {', '.join(devices)} "
+        f"(shapes {', '.join(map(str, shapes))}); move them with .to(device)"
+    )
+
+
+class RawNamespace:
+    """Op namespace over raw arrays of one backend, used by first-order backward.
+
+    ``F.exp(a)`` calls the ``exp`` kernel of the backend directly: no Tensor, no graph.
+    """
+
+    differentiable = False
+
+    def __init__(self, backend_name: str) -> None:
+        self._backend = backend_name
+
+    def full(self, shape: tuple[int, ...], value: float, like: Any) -> Any:
+        """A constant array with ``like``'s dtype (rules need ones/zeros now and then)."""
+        from .device import get_backend
+
+        return get_backend(self._backend).xp.full(shape, value, dtype=like.dtype)
+
+    def eye(self, n: int, like: Any) -> Any:
+        """An identity matrix with ``like``'s dtype."""
+        from .device import get_backend
+
+        return get_backend(self._backend).xp.eye(n, dtype=like.dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        op = OPS.get(name)
+        if op is None:
+            raise AttributeError(f"no op named '{name}' (in a grad rule's F namespace)")
+        kernel = op.kernel_for(self._backend)
+        if op.aux:
+            full = kernel
+
+            def kernel(*a: Any, **k: Any) -> Any:
+                return full(*a, **k)[0]
+
+        setattr(self, name, kernel)
+        return kernel
+
+
+class TensorNamespace:
+    """Op namespace over Tensors, used by backward under ``create_graph=True``."""
+
+    differentiable = True
+
+    def full(self, shape: tuple[int, ...], value: float, like: Any) -> Any:
+        """A constant Tensor with ``like``'s dtype and device."""
+        from .creation import full
+
+        return full(shape, value, dtype=like.dtype, device=like.device)
+
+    def eye(self, n: int, like: Any) -> Any:
+        """An identity matrix with ``like``'s dtype and device."""
+        from .creation import eye
+
+        return eye(n, dtype=like.dtype, device=like.device)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        op = OPS.get(name)
+        if op is None:
+            raise AttributeError(f"no op named '{name}' (in a grad rule's F namespace)")
+
+        def call(*args: Any, **attrs: Any) -> Any:
+            return apply(op, *args, **attrs)
+
+        call.__name__ = name
+        setattr(self, name, call)
+        return call
+
+
+_raw_namespaces: dict[str, RawNamespace] = {}
+tensor_namespace = TensorNamespace()
+
+
+def raw_namespace(backend_name: str) -> RawNamespace:
+    """The (cached) raw namespace of a backend."""
+    ns = _raw_namespaces.get(backend_name)
+    if ns is None:
+        ns = _raw_namespaces[backend_name] = RawNamespace(backend_name)
+    return ns

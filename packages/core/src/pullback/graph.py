@@ -1,0 +1,115 @@
+"""Graph nodes. A node is one recorded op: what it needs for backward and where gradients go.
+
+Nodes reference their inputs, never their outputs (the output's array is kept, not the Tensor),
+so a graph holds no reference cycle and is freed as soon as its last output Tensor is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .registry import Op
+from .errors import AutogradError
+from .tensor import INFERENCE_VERSION, Tensor
+
+
+class Node:
+    """A recorded op application.
+
+    Attributes:
+        op: the op.
+        args: the positional arguments as given (Tensors and Python scalars), for
+            ``create_graph`` backward; ``None`` once the graph has been freed.
+        arrays: the same arguments with Tensors replaced by their arrays, for first-order
+            backward.
+        attrs: the op's keyword attributes.
+        out_data: the output array when the op's grad rule reads it, else ``None``.
+        saved: extra arrays an ``aux`` kernel saved for its grad rule.
+        device: the device the op ran on.
+        edges: per argument, where its gradient goes: the producing :class:`Node` (or
+            :class:`OutputSlot`), the leaf Tensor itself, or ``None`` (no gradient wanted).
+        versions: ``(counter, value)`` of each saved Tensor argument at record time.
+        hooks: gradient hooks registered on the output Tensor (non-leaf ``register_hook``).
+        retained: weak reference to the output Tensor when ``retain_grad()`` was called.
+        meta: free slot for modes (the anomaly mode keeps the creation stack here).
+    """
+
+    __slots__ = (
+        "op", "args", "arrays", "attrs", "out_data", "saved", "device", "edges", "versions",
+        "hooks", "retained", "meta", "__weakref__",
+    )
+
+    def __init__(
+        self,
+        op: Op,
+        args: tuple[Any, ...],
+        arrays: list[Any],
+        attrs: dict[str, Any],
+        out_data: Any,
+        saved: Any,
+        device: Any,
+    ) -> None:
+        self.op = op
+        self.device = device
+        self.args = args
+        self.arrays = arrays
+        self.attrs = attrs
+        self.out_data = out_data
+        self.saved = saved
+        self.hooks = None
+        self.retained = None
+        self.meta = None
+        edges = []
+        versions = [] if op.save_inputs else None
+        for a in args:
+            if not isinstance(a, Tensor):
+                edges.append(None)
+                continue
+            if versions is not None:
+                if a._version is INFERENCE_VERSION:
+                    raise AutogradError(
+                        f"op '{op.name}': an inference tensor (made under inference_mode) "
+                        "cannot be saved for backward; make it outside inference_mode or clone() it"
+                    )
+                versions.append((a._version, a._version[0]))
+            edges.append((a._node or a) if a._requires_grad else None)
+        self.edges = edges
+        self.versions = versions
+
+    @property
+    def name(self) -> str:
+        """The op's name (what debuggers and graph views show)."""
+        return self.op.name
+
+    @property
+    def released(self) -> bool:
+        """Whether backward already freed this node's saved values."""
+        return self.args is None
+
+    def release(self) -> None:
+        """Free what backward needed (after a backward without ``retain_graph``)."""
+        self.args = self.arrays = self.out_data = self.saved = None
+        self.edges = None
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op.name}>"
+
+
+class OutputSlot:
+    """Output ``index`` of a multi-output node (user-defined Functions)."""
+
+    __slots__ = ("node", "index", "hooks", "retained")
+
+    def __init__(self, node: Any, index: int) -> None:
+        self.node = node
+        self.index = index
+        self.hooks = None
+        self.retained = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def __repr__(self) -> str:
+        return f"<OutputSlot {self.node.name}[{self.index}]>"
+

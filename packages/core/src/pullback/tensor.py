@@ -1,0 +1,538 @@
+"""The Tensor: one backend array, its device, and its place in the autograd graph.
+
+Methods are thin: each calls a function of :mod:`pullback._ops` (so that ``x.exp()`` and
+``pullback.exp(x)`` are one thing). Operators call :func:`~pullback.dispatch.apply` directly.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .dtypes import is_floating, to_dtype
+from .errors import AutogradError, DTypeError
+
+_default_device: Any = None
+
+# The shared version counter of tensors made under inference_mode (they may not be saved for
+# backward; see Node).
+INFERENCE_VERSION = [0]
+
+
+def default_device() -> Any:
+    """The CPU device (where tensors go unless told otherwise)."""
+    global _default_device
+    if _default_device is None:
+        from .device import Device
+
+        _default_device = Device("cpu")
+    return _default_device
+
+
+class Tensor:
+    """An N-d array on a device that can take part in reverse-mode autodiff.
+
+    Create tensors with :func:`pullback.tensor` and friends; ``Tensor(data)`` works too.
+
+    Attributes:
+        data: the backend array (a NumPy array on the CPU).
+        device: the :class:`~pullback.Device`.
+        grad: the accumulated gradient (a Tensor) after ``backward()``, for leaves.
+    """
+
+    __slots__ = (
+        "data", "device", "grad", "_requires_grad", "_node", "_version", "_base", "_hooks",
+        "__weakref__",
+    )
+    __array_priority__ = 1000  # NumPy defers to our reflected operators (ndarray * Tensor)
+
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> None:
+        from .creation import _array_from
+
+        arr, dev = _array_from(data, dtype, device)
+        self.data = arr
+        self.device = dev
+        self.grad = None
+        self._node = None
+        self._version = [0]
+        self._base = None
+        self._hooks = None
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
+
+    @staticmethod
+    def _wrap(data: Any, device: Any = None) -> Tensor:
+        """A leaf Tensor around an existing backend array (no copy, no checks)."""
+        t = Tensor.__new__(Tensor)
+        t.data = data
+        t.device = device if device is not None else default_device()
+        t.grad = None
+        t._node = None
+        t._version = [0]
+        t._base = None
+        t._hooks = None
+        t._requires_grad = False
+        return t
+
+    # -- metadata ------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape, as a tuple."""
+        return self.data.shape
+
+    def size(self, axis: int | None = None) -> Any:
+        """The shape (PyTorch's ``size()``), or the size of one axis."""
+        return self.data.shape if axis is None else self.data.shape[axis]
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return self.data.ndim
+
+    def dim(self) -> int:
+        """Number of dimensions (PyTorch's spelling)."""
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element dtype (a NumPy dtype object)."""
+        return self.data.dtype
+
+    def numel(self) -> int:
+        """Number of elements."""
+        return int(self.data.size)
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return int(self.data.dtype.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the elements."""
+        return int(self.data.nbytes)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded op (their ``.grad`` is filled)."""
+        return self._node is None
+
+    @property
+    def grad_fn(self) -> Any:
+        """The graph node that produced this tensor (``None`` for leaves)."""
+        return self._node
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients flow to (or through) this tensor."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and not is_floating(self.data.dtype) and self.data.dtype.kind != "c":
+            raise DTypeError(
+                f"only floating point tensors can require gradients, got dtype {self.data.dtype}"
+            )
+        if not value and self._node is not None:
+            raise AutogradError(
+                "requires_grad can only be turned off on leaf tensors; use detach() instead"
+            )
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - NumPy/PyTorch name
+        """All axes reversed."""
+        return _ops.permute(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        """The last two axes swapped (batched matrix transpose)."""
+        return _ops.matrix_transpose(self)
+
+    # -- autograd --------------------------------------------------------------------------------
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad.
+
+        Args:
+            gradient: d(loss)/d(self); required unless self has one element.
+            retain_graph: keep the graph for another backward (defaults to ``create_graph``).
+            create_graph: build a graph of the backward pass (for higher-order derivatives).
+            inputs: only accumulate into these leaves.
+        """
+        from .autograd.engine import run_backward
+
+        if inputs is not None and isinstance(inputs, Tensor):
+            inputs = [inputs]
+        run_backward([self], [gradient], retain_graph=create_graph if retain_graph is None
+                     else retain_graph, create_graph=create_graph, inputs=inputs)
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor
+        replaces the gradient. Returns a handle with ``remove()``."""
+        if not self._requires_grad:
+            raise AutogradError("cannot register a hook on a tensor that doesn't require grad")
+        owner: Any = self if self._node is None else self._node
+        if owner is self:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            if owner.hooks is None:
+                owner.hooks = []
+            hooks = owner.hooks
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
+        if not self._requires_grad:
+            raise AutogradError("can't retain_grad on a tensor that doesn't require grad")
+        if self._node is not None:
+            self._node.retained = weakref.ref(self)
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing this tensor's data (and version counter), outside the graph."""
+        t = Tensor._wrap(self.data, self.device)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from its graph, in place."""
+        self._node = None
+        self._requires_grad = False
+        return self
+
+    # -- conversion ------------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (shared memory on the CPU)."""
+        if self._requires_grad:
+            raise AutogradError(
+                "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
+            )
+        return self.device.backend.to_host(self.data)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        arr = self.device.backend.to_host(self.data)
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        return arr.copy() if copy else arr
+
+    def item(self) -> Any:
+        """The single element as a Python number."""
+        if self.data.size != 1:
+            raise ValueError(
+                f"item(): a tensor with {self.data.size} elements cannot be converted to a scalar"
+            )
+        return self.device.backend.to_host(self.data).reshape(()).item()
+
+    def tolist(self) -> Any:
+        """Nested Python lists of the elements."""
+        return self.device.backend.to_host(self.data).tolist()
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.data.__dlpack_device__()
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""
+        return _ops.to(self, *args, **kwargs)
+
+    def float(self) -> Tensor:
+        """Cast to float32."""
+        return self.to(np.float32)
+
+    def double(self) -> Tensor:
+        """Cast to float64."""
+        return self.to(np.float64)
+
+    def half(self) -> Tensor:
+        """Cast to float16."""
+        return self.to(np.float16)
+
+    def long(self) -> Tensor:
+        """Cast to int64."""
+        return self.to(np.int64)
+
+    def int(self) -> Tensor:
+        """Cast to int32."""
+        return self.to(np.int32)
+
+    def bool(self) -> Tensor:
+        """Cast to bool."""
+        return self.to(np.bool_)
+
+    def type(self, dtype: Any) -> Tensor:
+        """Cast to ``dtype``."""
+        return self.to(to_dtype(dtype))
+
+    def cpu(self) -> Tensor:
+        """Move to the CPU."""
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> Tensor:
+        """Move to ``cuda:index`` (needs pullback-cuda)."""
+        return self.to(f"cuda:{index}")
+
+    def clone(self) -> Tensor:
+        """A copy that stays in the graph (its gradient flows back to self)."""
+        return _ops.clone(self)
+
+    def contiguous(self) -> Tensor:
+        """A C-contiguous tensor with the same values (self when already contiguous)."""
+        return _ops.contiguous(self)
+
+    # -- Python protocol -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        body = np.array2string(self.device.backend.to_host(self.data), separator=", ",
+                               precision=4, threshold=200, prefix="tensor(")
+        extra = []
+        if self.device.type != "cpu":
+            extra.append(f"device='{self.device}'")
+        if self.data.dtype != np.float32 and self.data.dtype != np.int64 and self.data.dtype != np.bool_:
+            extra.append(f"dtype={self.data.dtype}")
+        if self._node is not None:
+            extra.append(f"grad_fn=<{self._node.name}>")
+        elif self._requires_grad:
+            extra.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extra) + ")"
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(_ops.unbind(self, 0))
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor with {self.data.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("pullback tensors are not pickled; save them with pullback.save")
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return _ops.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _ops.setitem(self, key, value)
+
+    # -- arithmetic operators (straight to dispatch: the hot path) ------------------------------
+    def __add__(self, other: Any) -> Tensor:
+        return apply(_E.ADD, self, other)
+
+    def __radd__(self, other: Any) -> Tensor:
+        return apply(_E.ADD, other, self)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return apply(_E.SUB, self, other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return apply(_E.SUB, other, self)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return apply(_E.MUL, self, other)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return apply(_E.MUL, other, self)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return apply(_E.DIV, self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return apply(_E.DIV, other, self)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return apply(_E.FLOOR_DIVIDE, self, other)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return apply(_E.FLOOR_DIVIDE, other, self)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return apply(_E.REMAINDER, self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return apply(_E.REMAINDER, other, self)
+
+    def __pow__(self, other: Any) -> Tensor:
+        return apply(_E.POW, self, other)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return apply(_E.POW, other, self)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return _ops.matmul(_ops.as_tensor(other, device=self.device), self)
+
+    def __neg__(self) -> Tensor:
+        return apply(_E.NEG, self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return apply(_E.ABS, self)
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return apply(_E.EQUAL, self, other)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return apply(_E.NOT_EQUAL, self, other)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return apply(_E.LESS, self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return apply(_E.LESS_EQUAL, self, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return apply(_E.GREATER, self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return apply(_E.GREATER_EQUAL, self, other)
+
+    def __and__(self, other: Any) -> Tensor:
+        return apply(_E.LOGICAL_AND if self.dtype.kind == "b" else _E.BITWISE_AND, self, other)
+
+    def __or__(self, other: Any) -> Tensor:
+        return apply(_E.LOGICAL_OR if self.dtype.kind == "b" else _E.BITWISE_OR, self, other)
+
+    def __xor__(self, other: Any) -> Tensor:
+        return apply(_E.LOGICAL_XOR if self.dtype.kind == "b" else _E.BITWISE_XOR, self, other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self) -> Tensor:
+        return apply(_E.LOGICAL_NOT if self.dtype.kind == "b" else _E.BITWISE_NOT, self)
+
+    # -- in-place operators ----------------------------------------------------------------------
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def add_(self, other: Any, *, alpha: float = 1) -> Tensor:
+        """In place ``self += alpha * other``."""
+        return _ops.inplace(self, _ops.add, other, alpha=alpha)
+
+    def sub_(self, other: Any, *, alpha: float = 1) -> Tensor:
+        """In place ``self -= alpha * other``."""
+        return _ops.inplace(self, _ops.sub, other, alpha=alpha)
+
+    def mul_(self, other: Any) -> Tensor:
+        """In place ``self *= other``."""
+        return _ops.inplace(self, _ops.mul, other)
+
+    def div_(self, other: Any) -> Tensor:
+        """In place ``self /= other``."""
+        return _ops.inplace(self, _ops.div, other)
+
+    def pow_(self, other: Any) -> Tensor:
+        """In place ``self **= other``."""
+        return _ops.inplace(self, _ops.pow, other)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        """In place clamp."""
+        return _ops.inplace(self, _ops.clamp, min, max)
+
+    def exp_(self) -> Tensor:
+        """In place ``exp``."""
+        return _ops.inplace(self, _ops.exp)
+
+    def relu_(self) -> Tensor:
+        """In place ``relu``."""
+        return _ops.inplace(self, _ops.relu)
+
+    def neg_(self) -> Tensor:
+        """In place negation."""
+        return _ops.inplace(self, _ops.neg)
+
+    def masked_fill_(self, mask: Any, value: Any) -> Tensor:
+        """In place ``masked_fill``."""
+        return _ops.inplace(self, _ops.masked_fill, mask, value)
+
+    def copy_(self, src: Any) -> Tensor:
+        """Copy ``src`` (broadcast, cast to self's dtype) into self."""
+        return _ops.copy_(self, src)
+
+    def zero_(self) -> Tensor:
+        """Fill with zeros."""
+        return _ops.fill_(self, 0)
+
+    def fill_(self, value: Any) -> Tensor:
+        """Fill with ``value``."""
+        return _ops.fill_(self, value)
+
+    def uniform_(self, low: float = 0.0, high: float = 1.0) -> Tensor:
+        """Fill with samples from U(low, high) (the device's seeded generator)."""
+        return _ops.fill_random_(self, "uniform", low, high)
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
+        """Fill with samples from N(mean, std^2) (the device's seeded generator)."""
+        return _ops.fill_random_(self, "normal", mean, std)
+
+
+class _HookHandle:
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: list[Any], hook: Any) -> None:
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _install_methods() -> None:
+    """Methods that are plain calls of the public functions (``x.exp()`` is ``exp(x)``)."""
+    for name in _ops.TENSOR_METHODS:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, getattr(_ops, name))
+
+
+# Imported last: the op modules need the Tensor class defined above.
+from . import _ops  # noqa: E402
+from ._ops import elementwise as _E  # noqa: E402
+from .dispatch import apply  # noqa: E402
+
+_install_methods()
