@@ -31,7 +31,7 @@ from .creation import (  # noqa: E402
     linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, randperm, tensor,
     uniform, zeros, zeros_like,
 )
-from .device import Device, device, devices, is_available, synchronize  # noqa: E402
+from .device import Backend, Device, devices, is_available, synchronize  # noqa: E402
 from .dispatch import DispatchMode, apply  # noqa: E402
 from .dtypes import (  # noqa: E402
     bfloat16, bool_, double, float16, float32, float64, get_default_dtype, half, int8, int16,
@@ -42,6 +42,7 @@ from .errors import (  # noqa: E402
 )
 from .registry import Op, get_op  # noqa: E402
 from .tensor import Tensor  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from .plugins import load_plugins as _load_plugins  # noqa: E402
 
 bool = bool_  # noqa: A001 - pullback.bool, as torch.bool

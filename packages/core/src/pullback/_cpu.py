@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ._cpu_parallel import parallel_elementwise
 from .device import Backend
 
 
@@ -49,4 +50,10 @@ class CPUBackend(Backend):
 
     def memory_info(self, index: int = 0) -> dict[str, int] | None:
         return None
+
+    def adapt_kernel(self, op: Any, kernel: Any) -> Any:
+        # Large elementwise work runs on every core (NumPy's ufuncs use one).
+        if op.family == "elementwise":
+            return parallel_elementwise(kernel)
+        return kernel
 

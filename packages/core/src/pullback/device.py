@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DeviceError, MissingPackageError
+from .errors import DeviceError, MissingPackageError, PullbackError
 
 # Device types that a known pullback distribution provides, for the "pip install" hint.
 _KNOWN_PROVIDERS = {"cuda": "pullback-cuda"}
@@ -94,6 +94,11 @@ class Backend:
         """``{"free": bytes, "total": bytes, "used_by_pool": bytes}`` where known, else ``None``."""
         return None
 
+    def adapt_kernel(self, op: Any, kernel: Any) -> Any:
+        """Wrap a generic kernel built for this backend (e.g. to parallelize elementwise ops);
+        the default keeps it as it is."""
+        return kernel
+
     def from_dlpack(self, obj: Any) -> Any:
         """Import a DLPack capsule or producer without copying."""
         return self.xp.from_dlpack(obj)
@@ -130,13 +135,38 @@ def get_backend(name: str) -> Backend:
     if backend is None:
         provider = _KNOWN_PROVIDERS.get(name)
         if provider:
-            raise MissingPackageError(
-                f"device type '{name}' is provided by {provider}: pip install {provider}"
-            )
+            raise _provider_error(name, provider)
         raise DeviceError(
-            f"unknown device type '{name}' (registered: {', '.join(sorted(_BACKENDS))})"
+            f"unknown device type '{name}' (registered: {', '.join(sorted(_BACKENDS))}); "
+            f"other device types come from backend plugins, see `python -m pullback plugins`"
         )
     return backend
+
+
+def _provider_error(kind: str, provider: str) -> PullbackError:
+    """Why a device type of a known pullback distribution is missing: not installed, failed to
+    load, or installed but not loaded (disabled, or a version without that backend)."""
+    from importlib import metadata
+
+    from .plugins import failed
+
+    for record in failed().values():
+        if record.distribution == provider:
+            return DeviceError(
+                f"device type '{kind}' is provided by {provider}, which failed to load: "
+                f"{record.error}"
+            )
+    try:
+        version = metadata.version(provider)
+    except metadata.PackageNotFoundError:
+        return MissingPackageError(
+            f"device type '{kind}' is provided by {provider}: pip install {provider}"
+        )
+    return DeviceError(
+        f"device type '{kind}' is provided by {provider}, which is installed ({version}) but "
+        f"registered no '{kind}' backend (plugin disabled by PULLBACK_DISABLE_PLUGINS or "
+        f"PULLBACK_PLUGINS, or a version without it); see `python -m pullback plugins`"
+    )
 
 
 def backends() -> dict[str, Backend]:
@@ -170,13 +200,7 @@ class Device:
         cached = cls._cache.get(key)
         if cached is not None:
             return cached
-        kind, _, idx_text = spec.partition(":")
-        if idx_text:
-            if index is not None:
-                raise DeviceError(f"device '{spec}' given an index twice ({index})")
-            if not idx_text.isdigit():
-                raise DeviceError(f"bad device index in '{spec}'")
-            index = int(idx_text)
+        kind, index = _split_spec(spec, index)
         backend = get_backend(kind)
         if kind == "cpu":
             if index not in (None, 0):
@@ -217,9 +241,18 @@ class Device:
         raise TypeError("pullback objects are not pickled; use pullback.save (safetensors)")
 
 
-def device(spec: str | Device, index: int | None = None) -> Device:
-    """Alias of :class:`Device` with PyTorch's spelling."""
-    return Device(spec, index)
+def _split_spec(spec: str, index: int | None) -> tuple[str, int | None]:
+    """``"cuda:1"`` -> ``("cuda", 1)``; checks the index is a non-negative integer."""
+    kind, _, idx_text = spec.partition(":")
+    if idx_text:
+        if index is not None:
+            raise DeviceError(f"device '{spec}' given an index twice ({index})")
+        if not idx_text.isdigit():
+            raise DeviceError(f"bad device index in '{spec}' (expected e.g. 'cuda:0')")
+        index = int(idx_text)
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        raise DeviceError(f"device index must be a non-negative int, got {index!r} for '{kind}'")
+    return kind, index
 
 
 def devices() -> list[str]:
@@ -237,11 +270,11 @@ def devices() -> list[str]:
 
 def is_available(name: str) -> bool:
     """Whether a device type (``"cuda"``) or device (``"cuda:1"``) can be used now."""
-    kind, _, idx = name.partition(":")
+    kind, index = _split_spec(name, None)
     backend = backends().get(kind)
     if backend is None or not backend.is_available():
         return False
-    return not idx or int(idx) < backend.device_count()
+    return index is None or index < backend.device_count()
 
 
 def synchronize(dev: str | Device = "cpu") -> None:

@@ -96,15 +96,40 @@ class Node:
 
 
 class OutputSlot:
-    """Output ``index`` of a multi-output node (user-defined Functions)."""
+    """Output ``index`` of a multi-output node (user-defined Functions).
 
-    __slots__ = ("node", "index", "hooks", "retained")
+    Slots are light (node, index) pairs compared by value; the node keeps the hooks of each
+    output, so the node never references a slot (which would make a reference cycle).
+    """
+
+    __slots__ = ("node", "index")
 
     def __init__(self, node: Any, index: int) -> None:
         self.node = node
         self.index = index
-        self.hooks = None
-        self.retained = None
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, OutputSlot) and other.node is self.node
+                and other.index == self.index)
+
+    def __hash__(self) -> int:
+        return hash((id(self.node), self.index))
+
+    @property
+    def hooks(self) -> Any:
+        return self.node.output_hooks.get(self.index)
+
+    @hooks.setter
+    def hooks(self, value: Any) -> None:
+        self.node.output_hooks[self.index] = value
+
+    @property
+    def retained(self) -> Any:
+        return self.node.output_retained.get(self.index)
+
+    @retained.setter
+    def retained(self, value: Any) -> None:
+        self.node.output_retained[self.index] = value
 
     @property
     def name(self) -> str:
@@ -112,4 +137,3 @@ class OutputSlot:
 
     def __repr__(self) -> str:
         return f"<OutputSlot {self.node.name}[{self.index}]>"
-

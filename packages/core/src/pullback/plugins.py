@@ -59,7 +59,8 @@ _pm.add_hookspecs(hookspecs)
 _records: dict[str, PluginRecord] = {}
 _failed: dict[str, PluginRecord] = {}
 _lock = threading.RLock()
-_loaded = False
+_loaded = False  # set once loading has finished: other threads may then skip the lock
+_loading = False  # set while this process loads: a re-entrant call from a plugin returns
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -162,7 +163,7 @@ def register_plugin(module: ModuleType | Any, name: str | None = None,
         record = PluginRecord(name=name, distribution=dist, version=version,
                               module=getattr(module, "__name__", type(module).__name__))
         _check_api(module, name, dist)
-        _pm.register(module, name=name)
+        _register_with_pluggy(module, name, dist)
         try:
             calls = _registrars(record)
             for hook_name in hookspecs.HOOK_NAMES:
@@ -175,6 +176,22 @@ def register_plugin(module: ModuleType | Any, name: str | None = None,
             raise
         _records[name] = record
         return record
+
+
+def _register_with_pluggy(module: Any, name: str, dist: str) -> None:
+    """Register with pluggy, refusing hook implementations that match no hookspec (a typo such
+    as ``register_backend`` would otherwise register nothing, silently)."""
+    try:
+        _pm.register(module, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin '{name}' ({dist}) is invalid: {exc}") from None
+    unknown = sorted(c.name for c in _pm.get_hookcallers(module) or [] if not c.has_spec())
+    if unknown:
+        _pm.unregister(module)
+        raise PluginError(
+            f"plugin '{name}' ({dist}) implements unknown hooks {', '.join(unknown)}; "
+            f"the hooks are {', '.join(hookspecs.HOOK_NAMES)}"
+        )
 
 
 def unregister_plugin(name: str) -> None:
@@ -195,6 +212,11 @@ def _undo(record: PluginRecord) -> None:
         device.BACKEND_OWNERS.pop(b, None)
         for key in [k for k, d in device.Device._cache.items() if d.type == b]:
             del device.Device._cache[key]
+        # Kernels built from generic factories on this backend's namespace are a cache: drop
+        # them, or a later backend of the same name would run the old namespace's kernels.
+        for op in registry.OPS.values():
+            if ("kernel:" + b, op.name) not in registry.RULE_OWNERS:
+                op.kernels.pop(b, None)
     for o in record.registered.get("ops", []):
         registry.OPS.pop(o, None)
         registry.OP_OWNERS.pop(o, None)
@@ -203,6 +225,7 @@ def _undo(record: PluginRecord) -> None:
         op = registry.OPS.get(op_name)
         if op is not None:
             op.kernels.pop(backend, None)
+        _drop_pending(registry._pending_kernels, op_name, backend, record.distribution)
         registry.RULE_OWNERS.pop(("kernel:" + backend, op_name), None)
     for r in record.registered.get("rules", []):
         op_name, key = r.split(":", 1)
@@ -211,11 +234,21 @@ def _undo(record: PluginRecord) -> None:
             op.rules.pop(key, None)
             if key == "grad":
                 op._grad = None
+        _drop_pending(registry._pending_rules, op_name, key, record.distribution)
         registry.RULE_OWNERS.pop((key, op_name), None)
     for p in record.registered.get("graph_passes", []):
         GRAPH_PASSES.pop(p, None)
     for e in record.registered.get("exporters", []):
         EXPORTERS.pop(e, None)
+
+
+def _drop_pending(pending: dict[str, list[Any]], op_name: str, key: str, owner: str) -> None:
+    """Forget a kernel or rule still waiting for its op, so that it is not attached later."""
+    left = [p for p in pending.get(op_name, []) if not (p[0] == key and p[2] == owner)]
+    if left:
+        pending[op_name] = left
+    else:
+        pending.pop(op_name, None)
 
 
 def _env_list(var: str) -> list[str] | None:
@@ -240,22 +273,29 @@ def _wanted(name: str, dist: str) -> bool:
 
 def load_plugins() -> None:
     """Register the built-in plugin and every entry-point plugin (once; thread-safe)."""
-    global _loaded
+    global _loaded, _loading
     if _loaded:
         return
     with _lock:
-        if _loaded:
+        # Another thread waits on the lock until loading is complete; the loading thread
+        # itself re-enters (a plugin importing pullback.nn, say) and must not start over.
+        if _loaded or _loading:
             return
-        _loaded = True
-        from . import _plugin
+        _loading = True
+        try:
+            from . import _plugin
 
-        register_plugin(_plugin, name="pullback", distribution="pullback",
-                        version=_version("pullback"))
-        for ep in sorted(metadata.entry_points(group=hookspecs.PROJECT), key=lambda e: e.name):
-            dist = ep.dist.name if ep.dist is not None else ep.name
-            if not _wanted(ep.name, dist):
-                continue
-            _load_entry_point(ep, dist)
+            register_plugin(_plugin, name="pullback", distribution="pullback",
+                            version=_version("pullback"))
+            for ep in sorted(metadata.entry_points(group=hookspecs.PROJECT),
+                             key=lambda e: e.name):
+                dist = ep.dist.name if ep.dist is not None else ep.name
+                if not _wanted(ep.name, dist):
+                    continue
+                _load_entry_point(ep, dist)
+        finally:
+            _loading = False
+            _loaded = True
 
 
 def _load_entry_point(ep: Any, dist: str) -> None:

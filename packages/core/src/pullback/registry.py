@@ -39,12 +39,15 @@ class Op:
             input's version counter so that in-place changes through either are detected.
         aux: the kernel returns ``(output, saved)``; ``saved`` is a tuple of raw arrays handed to
             the grad rule as the keyword ``saved`` (first-order backward only).
+        family: the op's family (``"elementwise"``, ``"reduce"``, ``"shape"``, ``"index"``,
+            ``"linalg"``, ...), so that one rule can cover many ops (backends parallelize
+            elementwise kernels, the compiler fuses them, vmap batches them alike).
         doc: one line for the generated reports.
     """
 
     __slots__ = (
         "name", "generic", "kernels", "rules", "differentiable", "save_inputs", "save_output",
-        "view", "aux", "doc", "_grad", "_grad_wants_needs", "__weakref__",
+        "view", "aux", "family", "doc", "_grad", "_grad_wants_needs", "__weakref__",
     )
 
     def __init__(
@@ -57,6 +60,7 @@ class Op:
         save_output: bool = False,
         view: bool = False,
         aux: bool = False,
+        family: str = "other",
         doc: str = "",
     ) -> None:
         self.name = name
@@ -68,6 +72,7 @@ class Op:
         self.save_output = save_output
         self.view = view
         self.aux = aux
+        self.family = family
         self.doc = doc
         self._grad: Callable[..., Any] | None = None
         self._grad_wants_needs = False
@@ -116,7 +121,7 @@ class Op:
                 f"op '{self.name}' has no kernel for backend '{backend_name}' "
                 f"(kernels: {sorted(self.kernels) or 'none'})"
             )
-        kernel = self.generic(backend.xp)
+        kernel = backend.adapt_kernel(self, self.generic(backend.xp))
         self.kernels[backend_name] = kernel
         return kernel
 
@@ -168,10 +173,11 @@ def register_rule(op_name: str, key: str, rule: Any, owner: str) -> None:
         _pending_rules.setdefault(op_name, []).append((key, rule, owner))
         return
     rkey = (key, op_name)
-    if rkey in RULE_OWNERS and RULE_OWNERS[rkey] != owner:
+    # A rule attached where the op was declared (core's "grad" rules) belongs to the op's owner.
+    existing = RULE_OWNERS.get(rkey) or (OP_OWNERS[op_name] if key in op.rules else None)
+    if existing is not None and existing != owner:
         raise RegistryError(
-            f"rule '{key}' for op '{op_name}' registered twice: "
-            f"by {RULE_OWNERS[rkey]} and by {owner}"
+            f"rule '{key}' for op '{op_name}' registered twice: by {existing} and by {owner}"
         )
     RULE_OWNERS[rkey] = owner
     op.set_rule(key, rule)

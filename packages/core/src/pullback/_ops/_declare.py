@@ -1,13 +1,25 @@
-"""Collects the ops core declares, so that core's own plugin registers them through the hooks."""
+"""Collects the ops core declares, so that core's own plugin registers them through the hooks.
+
+A core op's family is the module that declares it (``elementwise``, ``reduce``, ``shape``,
+``index``, ``linalg``); the copy op of ``conversion`` counts as elementwise.
+"""
 
 from __future__ import annotations
+
+import sys
 
 from ..registry import Op
 
 CORE_OPS: list[Op] = []
 
+_FAMILY_OF_MODULE = {"conversion": "elementwise"}
+
 
 def declare(op: Op) -> Op:
-    """Remember ``op`` for registration by :mod:`pullback._plugin` and return it."""
+    """Remember ``op`` for registration by :mod:`pullback._plugin`, set its family from the
+    declaring module, and return it."""
+    if op.family == "other":
+        module = sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1]
+        op.family = _FAMILY_OF_MODULE.get(module, module)
     CORE_OPS.append(op)
     return op

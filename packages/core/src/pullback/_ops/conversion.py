@@ -77,9 +77,11 @@ def _parse_to(x: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
 
 
 def _device_names() -> set[str]:
-    from ..device import backends
+    # Device types of known distributions count too, so that x.to("cuda") without pullback-cuda
+    # says which package to install instead of "unknown dtype".
+    from ..device import _KNOWN_PROVIDERS, backends
 
-    return set(backends())
+    return set(backends()) | set(_KNOWN_PROVIDERS)
 
 
 def to(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:

@@ -1,9 +1,9 @@
 """In-place operations and ``__setitem__``, with the version counter that protects saved tensors.
 
 Without a graph to record (grad off, or nothing requires grad) an in-place op writes into the
-existing array, so that views and optimizers see the change. When the op must be recorded, the
-result is computed out of place and the tensor is re-pointed at it and at the new graph node:
-values saved for backward stay intact. Recording an in-place op on a tensor that requires grad
+existing array (bumping the version counter), so that views and optimizers see the change. When
+the op must be recorded, the result is computed out of place and the tensor is re-pointed at it
+and at the new graph node: arrays saved for backward stay intact (so this is not an error). Recording an in-place op on a tensor that requires grad
 and shares memory with a view is refused, since the view's graph would silently go stale.
 """
 
@@ -60,9 +60,13 @@ def inplace(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> 
             raise ShapeError(f"{name}: result shape {tuple(result.shape)} != {tuple(t.shape)}")
         if result.dtype != t.dtype:
             raise DTypeError(f"{name}: result dtype {result.dtype} != tensor dtype {t.dtype}")
+        # Re-point instead of overwriting: arrays saved by earlier nodes stay intact, so the old
+        # version counter is left alone and the tensor gets a fresh one for its new array.
         t.data = result.data
         t._node = result._node
         t._requires_grad = result._requires_grad
+        t._version = [0]
+        return t
     else:
         prev = state.grad_enabled
         state.grad_enabled = False

@@ -7,6 +7,7 @@ also accept PyTorch's ``dim``/``keepdim`` spellings.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from ..dispatch import apply
@@ -59,7 +60,7 @@ def _mean_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: boo
     count = 1
     for a in normalize_axes(axis, x.ndim, "mean"):
         count *= x.shape[a]
-    g = _expand_back(F, g, x, axis, keepdims) * (1.0 / max(count, 1))
+    g = _expand_back(F, g, x, axis, keepdims) * (1.0 / builtins.max(count, 1))
     return (F.broadcast_to(g, shape=tuple(x.shape)),)
 
 

@@ -174,6 +174,7 @@ def run_backward(
     prev_enabled = state.grad_enabled
     state.grad_enabled = create_graph
     modes = state.modes
+    namespaces: dict[str, Any] = {}
     try:
         for node in reversed(order):
             g = grads.pop(node, None)
@@ -181,25 +182,33 @@ def run_backward(
                 continue
             if node.args is None:
                 raise AutogradError(_FREED.format(node.name))
-            if node.__class__ is Node:
-                g = _output_hooks(node, g, create_graph, node.device)
-                if node in wanted_nodes:
+            if create_graph:
+                F = tensor_namespace
+            else:
+                F = namespaces.get(node.device.type)
+                if F is None:
+                    F = namespaces[node.device.type] = raw_namespace(node.device.type)
+            is_op_node = node.__class__ is Node
+            if is_op_node:
+                if node.hooks is not None or node.retained is not None:
+                    g = _output_hooks(node, g, create_graph, node.device)
+                if wanted_nodes and node in wanted_nodes:
                     captured[node] = g
                     if not _feeds(node, reach, wanted_leaves):
                         continue
-                in_grads, ins = _run_rule(node, g, create_graph, reach, wanted_leaves)
+                in_grads, ins = _run_rule(node, g, F, create_graph, reach, wanted_leaves)
             else:  # a user-defined Function's node, possibly several outputs
+                slots = [OutputSlot(node, k) for k in range(node.n_outputs)]
                 g = [
-                    None if gi is None else _output_hooks(node.slots[k], gi, create_graph, node.device)
+                    None if gi is None else _output_hooks(slots[k], gi, create_graph, node.device)
                     for k, gi in enumerate(g)
                 ]
-                for k, slot in enumerate(node.slots):
+                for k, slot in enumerate(slots):
                     if slot in wanted_nodes and g[k] is not None:
                         captured[slot] = g[k]
                 if reach is not None and not _feeds(node, reach, wanted_leaves):
                     continue
                 in_grads, ins = node.run_backward(g, create_graph, _needs(node, reach, wanted_leaves))
-            F = tensor_namespace if create_graph else raw_namespace(node.device.type)
             for edge, gi, x in zip(node.edges, in_grads, ins):
                 if edge is None or gi is None:
                     continue
@@ -207,12 +216,19 @@ def run_backward(
                     gi = _fit_shape(F, node, gi, x)
                 if gi.dtype != x.dtype:
                     gi = F.cast(gi, dtype=x.dtype)
-                send(edge, gi)
+                if edge.__class__ is Node and reach is None:  # the common case, inlined
+                    prev = grads.get(edge)
+                    grads[edge] = gi if prev is None else prev + gi
+                else:
+                    send(edge, gi)
             if modes:
                 for mode in modes:
                     mode.on_backward(node, g, in_grads)
             if not retain_graph:
-                node.release()
+                if is_op_node:
+                    node.args = node.arrays = node.out_data = node.saved = node.edges = None
+                else:
+                    node.release()
     finally:
         state.grad_enabled = prev_enabled
 
@@ -247,7 +263,8 @@ def _feeds(node: Any, reach: set[Any] | None, wanted_leaves: set[int]) -> bool:
 
 
 def _run_rule(
-    node: Node, g: Any, create_graph: bool, reach: set[Any] | None, wanted_leaves: set[int]
+    node: Node, g: Any, F: Any, create_graph: bool, reach: set[Any] | None,
+    wanted_leaves: set[int],
 ) -> tuple[Any, Any]:
     op = node.op
     rule = op._grad
@@ -267,15 +284,15 @@ def _run_rule(
     if op._grad_wants_needs:
         kwargs = {**kwargs, "needs": _needs(node, reach, wanted_leaves)}
     if create_graph:
-        ins = node.args
+        ins = _inputs_as_recorded(node)
         out = None
         if node.out_data is not None:
             out = Tensor._wrap(node.out_data, node.device)
             out._node, out._requires_grad = node, True
-        result = rule(tensor_namespace, g, out, *ins, **kwargs)
+        result = rule(F, g, out, *ins, **kwargs)
     else:
         ins = node.arrays
-        result = rule(raw_namespace(node.device.type), g, node.out_data, *ins, **kwargs)
+        result = rule(F, g, node.out_data, *ins, **kwargs)
     if result.__class__ is not tuple or len(result) != len(ins):
         got = len(result) if isinstance(result, (tuple, list)) else type(result).__name__
         raise AutogradError(
@@ -283,6 +300,22 @@ def _run_rule(
             f"(one per input), got {got}"
         )
     return result, ins
+
+
+def _inputs_as_recorded(node: Node) -> tuple[Any, ...]:
+    """The node's Tensor inputs as they were when it was recorded.
+
+    A recorded in-place op re-points its tensor at a new array and node; the rule must see the
+    old value and graph position, rebuilt here from the saved array and edge.
+    """
+    ins = []
+    for a, arr, edge in zip(node.args, node.arrays, node.edges):
+        if isinstance(a, Tensor) and a.data is not arr:
+            a = Tensor._wrap(arr, node.device)
+            if edge is not None:
+                a._node, a._requires_grad = edge, True
+        ins.append(a)
+    return tuple(ins)
 
 
 def _output_hooks(node: Any, g: Any, create_graph: bool, device: Any) -> Any:

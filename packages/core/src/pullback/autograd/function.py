@@ -23,6 +23,7 @@ backward written with Tensor ops is itself differentiable.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..dispatch import state
@@ -42,7 +43,7 @@ class FunctionCtx:
         self.materialize_grads = True
         self._saved: tuple[Any, ...] = ()
         self._non_differentiable: set[int] = set()
-        self._node: FunctionNode | None = None
+        self._node: Any = None  # weak reference to the FunctionNode (no cycle node -> ctx -> node)
 
     def save_for_backward(self, *tensors: Tensor | None) -> None:
         """Keep tensors for ``backward`` (read them back with :attr:`saved_tensors`).
@@ -57,7 +58,7 @@ class FunctionCtx:
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
         """The tensors given to :meth:`save_for_backward`."""
-        node = self._node
+        node = self._node() if self._node is not None else None
         if node is not None and node.args is None:
             raise AutogradError(
                 f"saved tensors of {node.name} were freed by a previous backward; "
@@ -66,7 +67,7 @@ class FunctionCtx:
         out = []
         for item in self._saved:
             if isinstance(item, _SavedOutput):
-                out.append(item.unpack())
+                out.append(item.unpack(node))
             else:
                 out.append(item)
         return tuple(out)
@@ -81,17 +82,17 @@ class FunctionCtx:
 
 
 class _SavedOutput:
-    """A saved tensor that is also an output: kept as data + slot, so that the node does not
-    reference its own output Tensor (no reference cycle)."""
+    """A saved tensor that is also an output: kept as data + output index, so that the node does
+    not reference its own output Tensor (no reference cycle)."""
 
-    __slots__ = ("data", "device", "slot")
+    __slots__ = ("data", "device", "index")
 
-    def __init__(self, t: Tensor, slot: OutputSlot) -> None:
-        self.data, self.device, self.slot = t.data, t.device, slot
+    def __init__(self, t: Tensor, index: int) -> None:
+        self.data, self.device, self.index = t.data, t.device, index
 
-    def unpack(self) -> Tensor:
+    def unpack(self, node: FunctionNode) -> Tensor:
         t = Tensor._wrap(self.data, self.device)
-        t._node, t._requires_grad = self.slot, True
+        t._node, t._requires_grad = OutputSlot(node, self.index), True
         return t
 
 
@@ -99,8 +100,8 @@ class FunctionNode:
     """Graph node of a :class:`Function` application (one slot per output)."""
 
     __slots__ = (
-        "fn", "ctx", "args", "edges", "device", "slots", "n_outputs", "out_meta", "versions",
-        "meta", "__weakref__",
+        "fn", "ctx", "args", "edges", "device", "n_outputs", "out_meta", "versions", "meta",
+        "output_hooks", "output_retained", "__weakref__",
     )
 
     def __init__(self, fn: type, ctx: FunctionCtx, args: tuple[Any, ...], outs: tuple[Any, ...],
@@ -110,7 +111,8 @@ class FunctionNode:
         self.args = args
         self.device = device
         self.n_outputs = len(outs)
-        self.slots = [OutputSlot(self, i) for i in range(len(outs))]
+        self.output_hooks: dict[int, Any] = {}
+        self.output_retained: dict[int, Any] = {}
         self.out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None
                          for o in outs]
         self.edges = [
@@ -210,7 +212,7 @@ class Function:
         outs = (result,) if single else tuple(result)
         device = next(a.device for a in args if isinstance(a, Tensor))
         node = FunctionNode(cls, ctx, args, outs, device)
-        ctx._node = node
+        ctx._node = weakref.ref(node)
         new_outs = []
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor) or id(o) in ctx._non_differentiable or o.dtype.kind != "f":
@@ -220,14 +222,14 @@ class Function:
                 alias = Tensor._wrap(o.data, o.device)
                 alias._version = o._version
                 o = alias
-            o._node, o._requires_grad = node.slots[i], True
+            o._node, o._requires_grad = OutputSlot(node, i), True
             new_outs.append(o)
         saved = []
         versions = []
         for t in ctx._saved:
             index = next((i for i, o in enumerate(outs) if t is o), None)
             if index is not None and isinstance(new_outs[index]._node, OutputSlot):
-                saved.append(_SavedOutput(new_outs[index], node.slots[index]))
+                saved.append(_SavedOutput(new_outs[index], index))
                 continue
             if t is not None:
                 if t._version is INFERENCE_VERSION:

@@ -1,0 +1,50 @@
+"""Shared helpers for side-by-side benchmarks: best-of-N timing and JSON-line output."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+import tracemalloc
+from typing import Any, Callable
+
+
+def best_time(fn: Callable[[], Any], repeat: int = 20, warmup: int = 3) -> float:
+    """Best wall time of ``fn()`` in seconds over ``repeat`` runs (after ``warmup`` runs)."""
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peak_memory(fn: Callable[[], Any]) -> int:
+    """Peak bytes allocated through Python's allocator (NumPy and PyTorch CPU both use it...
+    NumPy does; PyTorch's CPU allocator does not, so this is reported for pullback only)."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    fn()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def emit(**record: Any) -> None:
+    """Print one JSON line (the benchmark's output format)."""
+    record.setdefault("python", platform.python_version())
+    print(json.dumps(record), flush=True)
+
+
+def torch_or_exit() -> Any:
+    """Import torch (the reference) with two threads, or explain and exit."""
+    try:
+        import torch
+    except ImportError:
+        print(json.dumps({"skipped": "torch is not installed (pip install torch==2.13.0)"}))
+        sys.exit(0)
+    torch.set_num_threads(2)
+    return torch

@@ -1,0 +1,263 @@
+"""Checkpoints: ``pullback.save(obj, path)`` and ``pullback.load(path)`` in the safetensors format.
+
+A checkpoint is one safetensors file. Its tensors are the tensors found in ``obj``; its metadata
+holds, as JSON, the structure around them (nested dicts, lists, tuples and plain JSON values:
+ints, floats, strings, booleans, ``None``) and, per tensor, its dtype, device and
+``requires_grad``. Nothing is pickled, so loading a file never runs code.
+
+Writes are atomic: the file is written to a temporary file in the same folder and moved into
+place with :func:`os.replace`, so a crash leaves either the old file or the new one. A truncated
+or malformed file raises :class:`~pullback.errors.CheckpointError` naming the file.
+
+A safetensors file written by another tool (no pullback metadata) loads as a flat dict of
+tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from .device import Device
+from .errors import CheckpointError, DeviceError
+from .tensor import Tensor
+
+FORMAT_KEY = "pullback.format"
+STRUCTURE_KEY = "pullback.structure"
+FORMAT_VERSION = "1"
+
+# safetensors' dtype codes (as written in the header) and the NumPy dtypes they load as.
+_CODES: dict[str, Any] = {
+    "F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
+    "I16": np.int16, "I8": np.int8, "U64": np.uint64, "U32": np.uint32, "U16": np.uint16,
+    "U8": np.uint8, "BOOL": np.bool_, "C64": np.complex64,
+}
+
+
+def _bfloat16() -> Any:
+    from .dtypes import bfloat16
+
+    return bfloat16
+
+
+def save(obj: Any, path: str | os.PathLike[str]) -> None:
+    """Save a tensor or a (nested) state dict to ``path`` as a safetensors file.
+
+    ``obj`` may be a Tensor or any nesting of dicts (string or int keys), lists and tuples whose
+    leaves are Tensors, NumPy arrays or plain JSON values, e.g. a model's ``state_dict()`` or an
+    optimizer's. A tensor that appears twice (tied weights) is stored once and comes back as one
+    object. The write is atomic.
+
+    Example:
+        >>> import pullback, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+        >>> pullback.save({"w": pullback.ones(2), "step": 3}, path)
+        >>> pullback.load(path)["step"]
+        3
+    """
+    path = os.fspath(path)
+    arrays: dict[str, np.ndarray] = {}
+    names_by_id: dict[int, str] = {}
+    structure = _encode(obj, "", arrays, names_by_id, path)
+    metadata = {FORMAT_KEY: FORMAT_VERSION, STRUCTURE_KEY: json.dumps(structure)}
+    from safetensors.numpy import save as to_bytes
+
+    data = to_bytes(arrays, metadata=metadata)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _tensor_name(path: str, arrays: dict[str, Any]) -> str:
+    """A unique name for the tensor at ``path`` (the dotted key itself for flat state dicts)."""
+    name = path or "tensor"
+    n = 1
+    while name in arrays:
+        name = f"{path}#{n}"
+        n += 1
+    return name
+
+
+def _encode(obj: Any, path: str, arrays: dict[str, np.ndarray], names_by_id: dict[int, str],
+            file: str) -> Any:
+    """``obj`` as JSON, with tensors moved into ``arrays`` and referenced by name."""
+    if isinstance(obj, Tensor) or isinstance(obj, np.ndarray):
+        ref = names_by_id.get(id(obj))
+        if ref is None:
+            ref = _tensor_name(path, arrays)
+            names_by_id[id(obj)] = ref
+            arrays[ref] = _host_array(obj)
+        info = {"__tensor__": ref, "dtype": str(arrays[ref].dtype)}
+        if isinstance(obj, Tensor):
+            info["device"] = str(obj.device)
+            info["requires_grad"] = bool(obj.requires_grad)
+        else:
+            info["numpy"] = True
+        return info
+    if isinstance(obj, dict):
+        plain = all(isinstance(k, str) and not k.startswith("__") for k in obj)
+        items = [(k, _encode(v, _join(path, k), arrays, names_by_id, file)) for k, v in obj.items()]
+        for k, _ in items:
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise CheckpointError(
+                    f"save({file!r}): dict keys must be str or int, got {type(k).__name__} "
+                    f"{k!r} at '{path or '<root>'}'"
+                )
+        return dict(items) if plain else {"__dict__": [[k, v] for k, v in items]}
+    if isinstance(obj, list):
+        return [_encode(v, _join(path, i), arrays, names_by_id, file) for i, v in enumerate(obj)]
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_encode(v, _join(path, i), arrays, names_by_id, file)
+                              for i, v in enumerate(obj)]}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise CheckpointError(
+        f"save({file!r}): cannot store a {type(obj).__name__} at '{path or '<root>'}'; "
+        "checkpoints hold tensors, dicts, lists, tuples and plain JSON values (no pickle)"
+    )
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _host_array(obj: Any) -> np.ndarray:
+    if isinstance(obj, Tensor):
+        arr = obj.device.backend.to_host(obj.data)
+    else:
+        arr = obj
+    # safetensors stores dense little-endian bytes.
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return arr
+
+
+def load(path: str | os.PathLike[str], map_location: Any = None) -> Any:
+    """Load what :func:`save` wrote (or any safetensors file, as a flat dict of tensors).
+
+    Args:
+        path: the file.
+        map_location: a device (``"cpu"``, ``"cuda:0"``) for every tensor; by default each
+            tensor goes back to the device it was saved from.
+
+    Raises:
+        CheckpointError: the file is truncated, malformed or not a safetensors file.
+        FileNotFoundError: there is no such file.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    header = _read_header(data, path)
+    try:
+        from safetensors import deserialize
+
+        raw = deserialize(data)
+    except Exception as exc:  # safetensors' own error type differs across versions
+        raise CheckpointError(f"load({path!r}): not a valid safetensors file ({exc})") from None
+    arrays = {name: _to_numpy(info, name, path) for name, info in raw}
+    target = Device(map_location) if map_location is not None else None
+    meta = header.get("__metadata__") or {}
+    if meta.get(FORMAT_KEY) is None:
+        return {name: _make_tensor(arr, target or Device("cpu"), False) for name, arr in
+                sorted(arrays.items())}
+    if meta[FORMAT_KEY] != FORMAT_VERSION:
+        raise CheckpointError(
+            f"load({path!r}): checkpoint format {meta[FORMAT_KEY]!r} is not supported by this "
+            f"pullback (it reads format {FORMAT_VERSION})"
+        )
+    try:
+        structure = json.loads(meta[STRUCTURE_KEY])
+    except (KeyError, ValueError) as exc:
+        raise CheckpointError(f"load({path!r}): malformed pullback metadata ({exc})") from None
+    made: dict[str, Tensor] = {}
+    return _decode(structure, arrays, made, target, path)
+
+
+def _read_header(data: bytes, path: str) -> dict[str, Any]:
+    """The JSON header of a safetensors file: 8 bytes of length, then that much JSON."""
+    if len(data) < 8:
+        raise CheckpointError(f"load({path!r}): file is truncated ({len(data)} bytes)")
+    n = int.from_bytes(data[:8], "little")
+    if n > len(data) - 8:
+        raise CheckpointError(
+            f"load({path!r}): file is truncated or not a safetensors file (header of {n} bytes, "
+            f"file of {len(data)} bytes)"
+        )
+    try:
+        header = json.loads(data[8:8 + n])
+    except ValueError as exc:
+        raise CheckpointError(f"load({path!r}): malformed safetensors header ({exc})") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"load({path!r}): malformed safetensors header")
+    return header
+
+
+def _to_numpy(info: dict[str, Any], name: str, path: str) -> np.ndarray:
+    code = info["dtype"]
+    dtype = _bfloat16() if code == "BF16" else _CODES.get(code)
+    if dtype is None:
+        raise CheckpointError(f"load({path!r}): tensor '{name}' has unsupported dtype {code}")
+    # Copy: the tensor must own writable memory (optimizers update in place).
+    return np.frombuffer(bytes(info["data"]), dtype=dtype).reshape(info["shape"]).copy()
+
+
+def _make_tensor(arr: np.ndarray, device: Device, requires_grad: bool) -> Tensor:
+    data = arr if device.type == "cpu" else device.backend.from_host(arr, device.index or 0)
+    t = Tensor._wrap(data, device)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _decode(obj: Any, arrays: dict[str, np.ndarray], made: dict[str, Any],
+            target: Device | None, path: str) -> Any:
+    if isinstance(obj, list):
+        return [_decode(v, arrays, made, target, path) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if "__tensor__" in obj:
+        name = obj["__tensor__"]
+        if name in made:
+            return made[name]
+        if name not in arrays:
+            raise CheckpointError(f"load({path!r}): tensor '{name}' is listed but missing")
+        if obj.get("numpy"):
+            made[name] = arrays[name]
+            return arrays[name]
+        device = target
+        if device is None:
+            try:
+                device = Device(obj.get("device", "cpu"))
+            except DeviceError as exc:
+                raise DeviceError(
+                    f"load({path!r}): tensor '{name}' was saved on {obj.get('device')} ({exc}); "
+                    "pass map_location='cpu'"
+                ) from None
+            if not device.backend.is_available():
+                raise DeviceError(
+                    f"load({path!r}): tensor '{name}' was saved on {device}, which is not "
+                    "available here; pass map_location='cpu'"
+                )
+        made[name] = _make_tensor(arrays[name], device, bool(obj.get("requires_grad")))
+        return made[name]
+    if "__tuple__" in obj:
+        return tuple(_decode(v, arrays, made, target, path) for v in obj["__tuple__"])
+    if "__dict__" in obj:
+        return {k: _decode(v, arrays, made, target, path) for k, v in obj["__dict__"]}
+    return {k: _decode(v, arrays, made, target, path) for k, v in obj.items()}

@@ -1,0 +1,3 @@
+"""Plugin of pullback-cuda: registers nothing yet (the package is still empty)."""
+
+pullback_hook_api = "1.0"

@@ -1,0 +1,24 @@
+"""The fused ops pullback.nn adds to the op registry (registered by :mod:`pullback.nn._plugin`).
+
+Each op is declared next to its forward kernel and its grad rule. Grad rules are written with
+``F`` ops only, so ``create_graph=True`` gives exact higher-order derivatives; where a fast
+first-order path reuses values the forward saved (``aux=True`` kernels, the ``saved=`` keyword),
+the pure-``F`` formulation is used whenever ``F.differentiable`` is true.
+"""
+
+from __future__ import annotations
+
+from .attention import SDPA
+from .conv import CONV2D, CONV2D_INPUT_GRAD, CONV2D_WEIGHT_GRAD
+from .cross_entropy import CROSS_ENTROPY
+from .linear import LINEAR
+from .norm import LAYER_NORM
+from .pool import AVG_POOL2D, AVG_POOL2D_GRAD, MAX_POOL2D, MAX_POOL2D_INDICES
+from .softmax import LOG_SOFTMAX, SOFTMAX
+
+NN_OPS = (
+    LINEAR, CONV2D, CONV2D_INPUT_GRAD, CONV2D_WEIGHT_GRAD, MAX_POOL2D, MAX_POOL2D_INDICES,
+    AVG_POOL2D, AVG_POOL2D_GRAD, SOFTMAX, LOG_SOFTMAX, LAYER_NORM, SDPA, CROSS_ENTROPY,
+)
+
+__all__ = ["NN_OPS"]

@@ -1,0 +1,36 @@
+"""``nn.linear``: ``x @ w.T + b`` as one op (one kernel call and one graph node instead of three,
+which is most of the per-layer overhead of a small MLP)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pullback.registry import Op
+
+
+def _linear_kernel(xp: Any) -> Any:
+    def linear(x: Any, w: Any, b: Any) -> Any:
+        y = xp.matmul(x, w.T)
+        if b is not None:
+            y += b
+        return y
+
+    return linear
+
+
+LINEAR = Op("nn.linear", _linear_kernel, doc="x @ w.T + b (b optional)")
+
+
+@LINEAR.def_grad
+def _linear_grad(F: Any, g: Any, out: Any, x: Any, w: Any, b: Any, needs: Any) -> Any:
+    out_features, in_features = w.shape
+    rows = math.prod(g.shape) // out_features if out_features else 0
+    g2 = F.reshape(g, shape=(rows, out_features))
+    gx = F.matmul(g, w) if needs[0] else None
+    gw = None
+    if needs[1]:
+        x2 = F.reshape(x, shape=(rows, in_features))
+        gw = F.matmul(F.swapaxes(g2, a=0, b=1), x2)
+    gb = F.sum(g2, axis=0) if needs[2] else None
+    return gx, gw, gb
