@@ -30,6 +30,14 @@ def test_tensor_round_trip_every_dtype(tmp_path, dtype):
                                   np.asarray(t).astype(np.float64))
 
 
+def test_zero_dim_and_empty_tensors_keep_their_shape(tmp_path):
+    state = {"step": pullback.tensor(3.5), "empty": pullback.zeros(0, 4)}
+    pullback.save(state, _path(tmp_path))
+    back = pullback.load(_path(tmp_path))
+    assert back["step"].shape == () and back["step"].item() == 3.5
+    assert back["empty"].shape == (0, 4)
+
+
 def test_bfloat16_keeps_bits(tmp_path):
     x = pullback.tensor([1.0, -2.5, 3.140625, 1e-3], dtype="bfloat16")
     pullback.save({"x": x}, _path(tmp_path))

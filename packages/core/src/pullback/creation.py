@@ -114,7 +114,8 @@ def _shape(shape: Sequence[Any]) -> tuple[int, ...]:
 def _make(fill: Any, shape: tuple[int, ...], dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     dev = _device(device)
     dt = to_dtype(dtype)
-    t = Tensor._wrap(fill(dev.backend.xp, shape, dt), dev)
+    with dev.backend.device_scope(dev.index or 0):
+        t = Tensor._wrap(fill(dev.backend.xp, shape, dt), dev)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -188,7 +189,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
         ints = builtins.all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if ints else get_default_dtype()
     dev = _device(device)
-    t = Tensor._wrap(dev.backend.xp.arange(start, end, step, dtype=to_dtype(dtype)), dev)
+    with dev.backend.device_scope(dev.index or 0):
+        t = Tensor._wrap(dev.backend.xp.arange(start, end, step, dtype=to_dtype(dtype)), dev)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -198,7 +200,8 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     dev = _device(device)
-    arr = dev.backend.xp.linspace(start, end, steps, dtype=to_dtype(dtype))
+    with dev.backend.device_scope(dev.index or 0):
+        arr = dev.backend.xp.linspace(start, end, steps, dtype=to_dtype(dtype))
     t = Tensor._wrap(arr, dev)
     if requires_grad:
         t.requires_grad = True

@@ -9,7 +9,8 @@ The NumPy CPU backend is built in; every other backend arrives through a plugin'
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, ContextManager
 
 import numpy as np
 
@@ -89,6 +90,11 @@ class Backend:
     def index_of(self, array: Any) -> int:
         """The device index an array lives on."""
         return 0
+
+    def device_scope(self, index: int = 0) -> ContextManager[Any]:
+        """A context in which arrays that ``xp`` makes land on device ``index`` (CuPy's
+        ``cupy.cuda.Device(index)``); the default, for one-device backends, does nothing."""
+        return contextlib.nullcontext()
 
     def memory_info(self, index: int = 0) -> dict[str, int] | None:
         """``{"free": bytes, "total": bytes, "used_by_pool": bytes}`` where known, else ``None``."""
@@ -190,6 +196,7 @@ class Device:
     type: str
     index: int | None
     backend: Backend
+    array_type: Any  # the backend's array class ("type" is shadowed by the attribute above)
 
     def __new__(cls, spec: str | Device = "cpu", index: int | None = None) -> Device:
         if isinstance(spec, Device):

@@ -47,8 +47,15 @@ class DispatchMode:
         """Handle one op. The default passes it on to the modes below (and the kernels)."""
         return apply(op, *args, **attrs)
 
+    def on_backward_start(self, node: Node, grad_in: Any) -> None:
+        """Called by the engine before each node's grad rule runs."""
+
     def on_backward(self, node: Node, grad_in: Any, grads_out: tuple[Any, ...]) -> None:
         """Called by the engine after each node's grad rule ran (grads are raw or Tensors)."""
+
+    def on_function_node(self, node: Any) -> None:
+        """Called when a user-defined Function records its node (op nodes are seen in
+        :meth:`dispatch`, as the output's ``_node``)."""
 
     def __enter__(self) -> DispatchMode:
         push_mode(self)
@@ -179,13 +186,17 @@ class RawNamespace:
         """A constant array with ``like``'s dtype (rules need ones/zeros now and then)."""
         from .device import get_backend
 
-        return get_backend(self._backend).xp.full(shape, value, dtype=like.dtype)
+        backend = get_backend(self._backend)
+        with backend.device_scope(backend.index_of(like)):  # like's GPU, not the current one
+            return backend.xp.full(shape, value, dtype=like.dtype)
 
     def eye(self, n: int, like: Any) -> Any:
         """An identity matrix with ``like``'s dtype."""
         from .device import get_backend
 
-        return get_backend(self._backend).xp.eye(n, dtype=like.dtype)
+        backend = get_backend(self._backend)
+        with backend.device_scope(backend.index_of(like)):
+            return backend.xp.eye(n, dtype=like.dtype)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -41,3 +41,8 @@ class MissingPackageError(PullbackError, ImportError):
 
 class CheckpointError(PullbackError, ValueError):
     """A checkpoint file that is truncated, malformed or holds something unexpected."""
+
+
+class AnomalyError(PullbackError, RuntimeError):
+    """Anomaly mode found a NaN or Inf: names the op, forward or backward, the inputs'
+    statistics and the line of user code that created the op."""

@@ -153,7 +153,7 @@ def register_plugin(module: ModuleType | Any, name: str | None = None,
     is registered on import even when entry-point loading is disabled).
     """
     with _lock:
-        name = name or getattr(module, "__name__", repr(module))
+        name = name or str(getattr(module, "__name__", repr(module)))
         for rec in _records.values():
             if _pm.get_plugin(rec.name) is module:
                 return rec
@@ -210,13 +210,13 @@ def _undo(record: PluginRecord) -> None:
     for b in record.registered.get("backends", []):
         device._BACKENDS.pop(b, None)
         device.BACKEND_OWNERS.pop(b, None)
-        for key in [k for k, d in device.Device._cache.items() if d.type == b]:
-            del device.Device._cache[key]
+        for spec in [s for s, d in device.Device._cache.items() if d.type == b]:
+            del device.Device._cache[spec]
         # Kernels built from generic factories on this backend's namespace are a cache: drop
         # them, or a later backend of the same name would run the old namespace's kernels.
-        for op in registry.OPS.values():
-            if ("kernel:" + b, op.name) not in registry.RULE_OWNERS:
-                op.kernels.pop(b, None)
+        for declared in registry.OPS.values():
+            if ("kernel:" + b, declared.name) not in registry.RULE_OWNERS:
+                declared.kernels.pop(b, None)
     for o in record.registered.get("ops", []):
         registry.OPS.pop(o, None)
         registry.OP_OWNERS.pop(o, None)

@@ -29,7 +29,6 @@ class Op:
         name: unique name, e.g. ``"mul"`` or ``"nn.conv2d"``.
         generic: builds the forward kernel from an array namespace ``xp``; used for every backend
             that declares itself NumPy-compatible and has no kernel of its own for this op.
-        grad: the backward rule (see :meth:`def_grad`); ``None`` for ops without gradient.
         differentiable: ``False`` for ops whose outputs never carry a gradient (comparisons,
             argmax, floor...); no graph node is recorded for them.
         save_inputs: whether the grad rule reads the *values* of the inputs (and therefore
@@ -43,6 +42,9 @@ class Op:
             ``"linalg"``, ...), so that one rule can cover many ops (backends parallelize
             elementwise kernels, the compiler fuses them, vmap batches them alike).
         doc: one line for the generated reports.
+
+    The backward rule is attached afterwards with :meth:`def_grad`; an op without one has no
+    gradient.
     """
 
     __slots__ = (

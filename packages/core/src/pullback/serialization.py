@@ -141,8 +141,8 @@ def _host_array(obj: Any) -> np.ndarray:
         arr = obj.device.backend.to_host(obj.data)
     else:
         arr = obj
-    # safetensors stores dense little-endian bytes.
-    arr = np.ascontiguousarray(arr)
+    # safetensors stores dense little-endian bytes (ascontiguousarray would turn 0-d into 1-d).
+    arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     return arr

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dispatch import apply
+from ..errors import ShapeError
 from .conversion import clone, contiguous, to
 from .elementwise import (
     abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp, clip, cos, div, eq,
@@ -31,7 +32,7 @@ from .shape import (
 def matrix_transpose(x: Any) -> Any:
     """Swap the last two axes (``x.mT``)."""
     if x.ndim < 2:
-        raise ValueError(f"mT needs at least 2 dims, got shape {tuple(x.shape)}")
+        raise ShapeError(f"mT needs at least 2 dims, got shape {tuple(x.shape)}")
     return apply(SWAPAXES, x, a=-1, b=-2)
 
 

@@ -2,7 +2,9 @@
 
 Each op is declared once with a generic kernel (built from the backend's array namespace ``xp``)
 and, when differentiable, its grad rule right below it. Rules see inputs that may be broadcast;
-the engine sums each gradient down to its input's shape.
+the engine sums each gradient down to its input's shape. The rules of ops that run on large
+activations call ``F.mul``/``F.sub``... rather than Python operators: on raw arrays operators
+would bypass the backend's kernels (and with them the CPU backend's threading).
 """
 
 from __future__ import annotations
@@ -11,18 +13,50 @@ import math
 from typing import Any
 
 from ..dispatch import apply
+from ..dtypes import bfloat16, is_floating
 from ..registry import Op
 from ._declare import declare
 
+_PYTHON_NUMBERS = (bool, int, float)
+
+
+def _weak(x: Any, other: Any) -> Any:
+    """A Python number ``x`` meeting a bfloat16 array becomes a bfloat16 scalar.
+
+    NumPy treats Python numbers as "weak" (NEP 50) for its own dtypes, so ``float16 * 0.5``
+    stays float16; ml_dtypes' bfloat16 instead promotes with them to float32 or float64.
+    """
+    if x.__class__ in _PYTHON_NUMBERS and getattr(other, "dtype", None) == bfloat16:
+        return other.dtype.type(x)
+    return x
+
+
+def _binary_kernel(name: str) -> Any:
+    """The kernel factory of a binary ufunc, with Python numbers weak against bfloat16 too."""
+
+    def make(xp: Any) -> Any:
+        ufunc = getattr(xp, name)
+        if bfloat16 is None:
+            return ufunc
+
+        def kernel(x: Any, y: Any) -> Any:
+            return ufunc(_weak(x, y), _weak(y, x))
+
+        kernel.__name__ = name
+        return kernel
+
+    return make
+
+
 # -- binary arithmetic ------------------------------------------------------------------------
 
-ADD = declare(Op("add", lambda xp: xp.add, save_inputs=False, doc="x + y"))
-SUB = declare(Op("sub", lambda xp: xp.subtract, save_inputs=False, doc="x - y"))
-MUL = declare(Op("mul", lambda xp: xp.multiply, doc="x * y"))
-DIV = declare(Op("div", lambda xp: xp.true_divide, save_output=True, doc="x / y"))
-POW = declare(Op("pow", lambda xp: xp.power, save_output=True, doc="x ** y"))
-MAXIMUM = declare(Op("maximum", lambda xp: xp.maximum, doc="elementwise max"))
-MINIMUM = declare(Op("minimum", lambda xp: xp.minimum, doc="elementwise min"))
+ADD = declare(Op("add", _binary_kernel("add"), save_inputs=False, doc="x + y"))
+SUB = declare(Op("sub", _binary_kernel("subtract"), save_inputs=False, doc="x - y"))
+MUL = declare(Op("mul", _binary_kernel("multiply"), doc="x * y"))
+DIV = declare(Op("div", _binary_kernel("true_divide"), save_output=True, doc="x / y"))
+POW = declare(Op("pow", _binary_kernel("power"), save_output=True, doc="x ** y"))
+MAXIMUM = declare(Op("maximum", _binary_kernel("maximum"), doc="elementwise max"))
+MINIMUM = declare(Op("minimum", _binary_kernel("minimum"), doc="elementwise min"))
 
 
 @ADD.def_grad
@@ -32,20 +66,20 @@ def _add_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
 
 @SUB.def_grad
 def _sub_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
-    return g, -g
+    return g, F.neg(g)
 
 
 @MUL.def_grad
 def _mul_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any, Any]:
-    return (g * y if needs[0] else None), (g * x if needs[1] else None)
+    return (F.mul(g, y) if needs[0] else None), (F.mul(g, x) if needs[1] else None)
 
 
 @DIV.def_grad
 def _div_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any, Any]:
-    gx = g / y if needs[0] else None
-    # d(x/y)/dy = -x/y^2 = -out/y; in create_graph mode ``out`` is the graph-connected output.
-    gy = -g * out / y if needs[1] else None
-    return gx, gy
+    gx = F.div(g, y) if needs[0] or needs[1] else None
+    # d(x/y)/dy = -x/y^2 = -(g/y) * out; in create_graph mode ``out`` is graph-connected.
+    gy = F.neg(F.mul(gx, out)) if needs[1] else None
+    return (gx if needs[0] else None), gy
 
 
 @POW.def_grad
@@ -66,19 +100,20 @@ def _pow_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any
 
 @MAXIMUM.def_grad
 def _maximum_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
-    # Ties split the gradient evenly, as PyTorch does.
-    return _extremum_grad(F, g, F.greater(x, y), F.equal(x, y))
+    return _extremum_grad(F, g, F.less(x, y), F.greater(x, y), F.equal(x, y))
 
 
 @MINIMUM.def_grad
 def _minimum_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
-    return _extremum_grad(F, g, F.less(x, y), F.equal(x, y))
+    return _extremum_grad(F, g, F.greater(x, y), F.less(x, y), F.equal(x, y))
 
 
-def _extremum_grad(F: Any, g: Any, x_wins: Any, tie: Any) -> tuple[Any, Any]:
+def _extremum_grad(F: Any, g: Any, x_loses: Any, y_loses: Any, tie: Any) -> tuple[Any, Any]:
+    # PyTorch's rule: ties split the gradient evenly, and where a NaN makes every comparison
+    # false both operands get it.
     half = g * 0.5
-    gx = F.where(x_wins, g, F.where(tie, half, 0.0))
-    gy = F.where(x_wins, 0.0, F.where(tie, half, g))
+    gx = F.where(x_loses, 0.0, F.where(tie, half, g))
+    gy = F.where(y_loses, 0.0, F.where(tie, half, g))
     return gx, gy
 
 
@@ -92,7 +127,7 @@ LOG1P = declare(Op("log1p", lambda xp: xp.log1p, doc="log(1 + x)"))
 EXPM1 = declare(Op("expm1", lambda xp: xp.expm1, save_inputs=False, save_output=True,
                    doc="e^x - 1"))
 SQRT = declare(Op("sqrt", lambda xp: xp.sqrt, save_inputs=False, save_output=True, doc="sqrt"))
-RSQRT = declare(Op("rsqrt", lambda xp: lambda x: 1.0 / xp.sqrt(x), save_inputs=False,
+RSQRT = declare(Op("rsqrt", lambda xp: lambda x: xp.reciprocal(xp.sqrt(x)), save_inputs=False,
                    save_output=True, doc="1/sqrt(x)"))
 SQUARE = declare(Op("square", lambda xp: xp.square, doc="x^2"))
 RECIPROCAL = declare(Op("reciprocal", lambda xp: xp.reciprocal, save_inputs=False,
@@ -100,7 +135,20 @@ RECIPROCAL = declare(Op("reciprocal", lambda xp: xp.reciprocal, save_inputs=Fals
 SIN = declare(Op("sin", lambda xp: xp.sin, doc="sine"))
 COS = declare(Op("cos", lambda xp: xp.cos, doc="cosine"))
 TANH = declare(Op("tanh", lambda xp: xp.tanh, save_inputs=False, save_output=True, doc="tanh"))
-ERF = declare(Op("erf", lambda xp: _special(xp).erf, doc="error function"))
+
+
+def _erf_kernel(xp: Any) -> Any:
+    erf = _special(xp).erf
+
+    def kernel(x: Any) -> Any:
+        # SciPy's erf has float32/float64 loops only: float16 and bfloat16 come back float64.
+        out = erf(x)
+        return out.astype(x.dtype, copy=False) if is_floating(x.dtype) else out
+
+    return kernel
+
+
+ERF = declare(Op("erf", _erf_kernel, doc="error function"))
 
 
 def _special(xp: Any) -> Any:
@@ -112,19 +160,19 @@ def _special(xp: Any) -> Any:
     return special
 
 
-NEG.def_grad(lambda F, g, out, x: (-g,))
+NEG.def_grad(lambda F, g, out, x: (F.neg(g),))
 ABS.def_grad(lambda F, g, out, x: (g * F.sign(x),))
-EXP.def_grad(lambda F, g, out, x: (g * out,))
-LOG.def_grad(lambda F, g, out, x: (g / x,))
+EXP.def_grad(lambda F, g, out, x: (F.mul(g, out),))
+LOG.def_grad(lambda F, g, out, x: (F.div(g, x),))
 LOG1P.def_grad(lambda F, g, out, x: (g / (x + 1.0),))
 EXPM1.def_grad(lambda F, g, out, x: (g * (out + 1.0),))
-SQRT.def_grad(lambda F, g, out, x: (g * 0.5 / out,))
+SQRT.def_grad(lambda F, g, out, x: (F.div(F.mul(g, 0.5), out),))
 RSQRT.def_grad(lambda F, g, out, x: (g * -0.5 * out * out * out,))
 SQUARE.def_grad(lambda F, g, out, x: (g * 2.0 * x,))
 RECIPROCAL.def_grad(lambda F, g, out, x: (-g * out * out,))
 SIN.def_grad(lambda F, g, out, x: (g * F.cos(x),))
 COS.def_grad(lambda F, g, out, x: (-g * F.sin(x),))
-TANH.def_grad(lambda F, g, out, x: (g * (1.0 - out * out),))
+TANH.def_grad(lambda F, g, out, x: (F.mul(g, F.sub(1.0, F.square(out))),))
 ERF.def_grad(lambda F, g, out, x: (g * (2.0 / math.sqrt(math.pi)) * F.exp(-(x * x)),))
 
 
@@ -189,7 +237,7 @@ def _silu_kernel(xp: Any) -> Any:
 
 SILU = declare(Op("silu", _silu_kernel, doc="x * sigmoid(x)"))
 
-SIGMOID.def_grad(lambda F, g, out, x: (g * out * (1.0 - out),))
+SIGMOID.def_grad(lambda F, g, out, x: (F.mul(F.mul(g, out), F.sub(1.0, out)),))
 RELU.def_grad(lambda F, g, out, x: (F.where(F.greater(out, 0), g, 0.0),))
 
 
@@ -251,7 +299,7 @@ def _where_kernel(xp: Any) -> Any:
     def where(cond: Any, x: Any, y: Any) -> Any:
         if getattr(cond, "dtype", None) is not None and cond.dtype.kind != "b":
             raise TypeError(f"where: condition must be bool, got {cond.dtype}")
-        return xp.where(cond, x, y)
+        return xp.where(cond, _weak(x, y), _weak(y, x))
 
     return where
 
@@ -285,19 +333,19 @@ def _no_grad_op(name: str, make: Any, doc: str) -> Op:
     return declare(Op(name, make, differentiable=False, doc=doc))
 
 
-FLOOR_DIVIDE = _no_grad_op("floor_divide", lambda xp: xp.floor_divide, "x // y")
-REMAINDER = _no_grad_op("remainder", lambda xp: xp.remainder, "x % y (sign of y)")
+FLOOR_DIVIDE = _no_grad_op("floor_divide", _binary_kernel("floor_divide"), "x // y")
+REMAINDER = _no_grad_op("remainder", _binary_kernel("remainder"), "x % y (sign of y)")
 SIGN = _no_grad_op("sign", lambda xp: xp.sign, "sign of x")
 FLOOR = _no_grad_op("floor", lambda xp: xp.floor, "round down")
 CEIL = _no_grad_op("ceil", lambda xp: xp.ceil, "round up")
 ROUND = _no_grad_op("round", lambda xp: lambda x, decimals=0: xp.round(x, decimals),
                     "round half to even")
-EQUAL = _no_grad_op("equal", lambda xp: xp.equal, "x == y")
-NOT_EQUAL = _no_grad_op("not_equal", lambda xp: xp.not_equal, "x != y")
-LESS = _no_grad_op("less", lambda xp: xp.less, "x < y")
-LESS_EQUAL = _no_grad_op("less_equal", lambda xp: xp.less_equal, "x <= y")
-GREATER = _no_grad_op("greater", lambda xp: xp.greater, "x > y")
-GREATER_EQUAL = _no_grad_op("greater_equal", lambda xp: xp.greater_equal, "x >= y")
+EQUAL = _no_grad_op("equal", _binary_kernel("equal"), "x == y")
+NOT_EQUAL = _no_grad_op("not_equal", _binary_kernel("not_equal"), "x != y")
+LESS = _no_grad_op("less", _binary_kernel("less"), "x < y")
+LESS_EQUAL = _no_grad_op("less_equal", _binary_kernel("less_equal"), "x <= y")
+GREATER = _no_grad_op("greater", _binary_kernel("greater"), "x > y")
+GREATER_EQUAL = _no_grad_op("greater_equal", _binary_kernel("greater_equal"), "x >= y")
 LOGICAL_AND = _no_grad_op("logical_and", lambda xp: xp.logical_and, "x and y")
 LOGICAL_OR = _no_grad_op("logical_or", lambda xp: xp.logical_or, "x or y")
 LOGICAL_XOR = _no_grad_op("logical_xor", lambda xp: xp.logical_xor, "x xor y")
@@ -343,15 +391,22 @@ def pow(x: Any, y: Any) -> Any:  # noqa: A001
 
 
 def clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
-    """Clip to ``[min, max]``; bounds may be numbers or Tensors (then via maximum/minimum)."""
+    """Clip to ``[min, max]``; bounds may be numbers or Tensors (broadcast against ``x``).
+
+    As in PyTorch, where ``x`` sits exactly on a bound the gradient goes to ``x``, and where
+    ``min > max`` the result is ``max``.
+    """
     from ..tensor import Tensor
 
+    if min is None and max is None:
+        raise TypeError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        # where(), not maximum/minimum: those split the gradient with the bound on ties.
         out = x
         if min is not None:
-            out = apply(MAXIMUM, out, min)
+            out = apply(WHERE, apply(LESS, out, min), min, out)
         if max is not None:
-            out = apply(MINIMUM, out, max)
+            out = apply(WHERE, apply(GREATER, out, max), max, out)
         return out
     return apply(CLAMP, x, min=min, max=max)
 

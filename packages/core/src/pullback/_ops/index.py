@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..dispatch import apply
-from ..errors import DeviceError, DTypeError, ShapeError
+from ..errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..registry import Op
 from ._axes import normalize_axes
 from ._declare import declare
@@ -140,7 +140,11 @@ GATHER.def_grad(lambda F, g, out, x, idx, axis: (
     F.gather_scatter_add(g, idx, axis=axis, shape=tuple(x.shape)), None))
 GATHER_SCATTER_ADD.def_grad(lambda F, g, out, x, idx, axis, shape: (
     F.gather(g, idx, axis=axis), None))
-SCATTER_ADD.def_grad(lambda F, g, out, x, idx, src, axis: (g, None, F.gather(g, idx, axis=axis)))
+@SCATTER_ADD.def_grad
+def _scatter_add_grad(F: Any, g: Any, out: Any, x: Any, idx: Any, src: Any, axis: int) -> Any:
+    # The index may be smaller than x off the scatter axis (PyTorch's rule): crop g to it first.
+    key = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))
+    return g, None, F.gather(F.getitem(g, key=key), idx, axis=axis)
 
 
 def _one_hot_kernel(xp: Any) -> Any:
@@ -212,13 +216,27 @@ def index_select(x: Any, axis: int, index: Any) -> Any:
 
 def take_along_axis(x: Any, indices: Any, axis: int) -> Any:
     """NumPy's ``take_along_axis`` (index broadcasts against ``x``)."""
+    from .shape import broadcast_to
+
     indices = _as_index_tensor(x, indices)
     _check_index("take_along_axis", indices)
     if indices.ndim != x.ndim:
         raise ShapeError(
             f"take_along_axis: index has {indices.ndim} dims, input {tuple(x.shape)} has {x.ndim}"
         )
-    return apply(GATHER, x, indices, axis=normalize_axes(axis, x.ndim, "take_along_axis")[0])
+    axis = normalize_axes(axis, x.ndim, "take_along_axis")[0]
+    # Broadcast the two off the axis here, so that the gradient's scatter sees full shapes.
+    try:
+        common = np.broadcast_shapes(
+            tuple(1 if d == axis else n for d, n in enumerate(x.shape)),
+            tuple(1 if d == axis else n for d, n in enumerate(indices.shape)))
+    except ValueError:
+        raise ShapeError(f"take_along_axis: index {tuple(indices.shape)} does not broadcast "
+                         f"against input {tuple(x.shape)} off axis {axis}") from None
+    x = broadcast_to(x, tuple(x.shape[d] if d == axis else n for d, n in enumerate(common)))
+    indices = broadcast_to(
+        indices, tuple(indices.shape[d] if d == axis else n for d, n in enumerate(common)))
+    return apply(GATHER, x, indices, axis=axis)
 
 
 def gather(x: Any, axis: int, index: Any) -> Any:
@@ -256,17 +274,35 @@ def _crop_to(x: Any, index: Any, skip_axis: int | None, name: str) -> Any:
 
 
 def masked_fill(x: Any, mask: Any, value: Any) -> Any:
-    """``x`` with ``value`` where ``mask`` is true."""
+    """``x`` with ``value`` where ``mask`` (bool, broadcast against ``x``) is true.
+
+    The result keeps ``x``'s dtype, as in PyTorch: ``value`` is cast to it.
+    """
     from .elementwise import where
 
+    if mask.dtype.kind != "b":
+        raise DTypeError(f"masked_fill: mask must be bool, got {mask.dtype} "
+                         f"(shape {tuple(mask.shape)})")
+    if isinstance(value, _tensor_cls()):
+        value = value.to(x.dtype)
+    else:
+        value = x.dtype.type(value)
     return where(mask, value, x)
 
 
 def one_hot(indices: Any, num_classes: int = -1) -> Any:
     """One-hot int64 rows (``num_classes=-1``: one more than the largest index)."""
     _check_index("one_hot", indices)
-    if num_classes < 0:
-        num_classes = int(indices.data.max()) + 1 if indices.data.size else 0
+    if indices.data.size:
+        low, high = int(indices.data.min()), int(indices.data.max())
+        if num_classes < 0:
+            num_classes = high + 1
+        if low < 0 or high >= num_classes:
+            bad = low if low < 0 else high
+            raise IndexOutOfRangeError(
+                f"one_hot: class index {bad} is out of range for {num_classes} classes")
+    elif num_classes < 0:
+        num_classes = 0
     return apply(ONE_HOT, indices, num_classes=num_classes)
 
 

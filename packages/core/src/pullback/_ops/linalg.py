@@ -10,7 +10,18 @@ from ..errors import ShapeError
 from ..registry import Op
 from ._declare import declare
 
-MATMUL = declare(Op("matmul", lambda xp: xp.matmul, doc="matrix product (NumPy semantics)"))
+
+def _matmul_kernel(xp: Any) -> Any:
+    def matmul(x: Any, y: Any) -> Any:
+        out = xp.matmul(x, y)
+        # ml_dtypes' bfloat16 matmul accumulates and returns float32: round back (PyTorch too
+        # accumulates bfloat16 products in float32).
+        return out if out.dtype == x.dtype else out.astype(xp.result_type(x, y), copy=False)
+
+    return matmul
+
+
+MATMUL = declare(Op("matmul", _matmul_kernel, doc="matrix product (NumPy semantics)"))
 
 
 @MATMUL.def_grad
@@ -43,7 +54,7 @@ def _fit(F: Any, grad: Any, promoted: Any, original: Any) -> Any:
 
 SWAPAXES = declare(Op("swapaxes", lambda xp: lambda x, a, b: xp.swapaxes(x, a, b), view=True,
                       save_inputs=False, doc="swap two axes"))
-SWAPAXES.def_grad(lambda F, g, out, x, a, b: (F.swapaxes(g, a, b),))
+SWAPAXES.def_grad(lambda F, g, out, x, a, b: (F.swapaxes(g, a=a, b=b),))
 
 
 def matmul(x: Any, y: Any) -> Any:
@@ -74,6 +85,12 @@ def outer(x: Any, y: Any) -> Any:
 
 def _einsum_kernel(xp: Any) -> Any:
     def einsum(*operands: Any, equation: str) -> Any:
+        dtype = xp.result_type(*operands)
+        if dtype.itemsize == 2 and dtype.kind == "V":
+            # NumPy's einsum has no bfloat16 loops: compute in float32, round once (as PyTorch
+            # accumulates bfloat16 in float32).
+            operands = tuple(op.astype(xp.float32) for op in operands)
+            return xp.einsum(equation, *operands, optimize=len(operands) > 1).astype(dtype)
         return xp.einsum(equation, *operands, optimize=len(operands) > 1)
 
     return einsum
@@ -119,9 +136,12 @@ def _einsum_operand_grad(F: Any, g: Any, output: str, others: list, sub: str,
     inputs = ",".join([output] + [s for s, _ in others])
     grad = F.einsum(g, *[op for _, op in others], equation=f"{inputs}->{kept}")
     for c, new in ties:
+        # Put the diagonal back; a repeated letter summed inside this operand alone (a trace)
+        # is not in ``kept`` yet and enters with the identity.
+        tied = new if c in kept else c + new
         eye = F.eye(sizes[c], like=g)
-        grad = F.einsum(grad, eye, equation=f"{kept},{c}{new}->{kept}{new}")
-        kept += new
+        grad = F.einsum(grad, eye, equation=f"{kept},{c}{new}->{kept}{tied}")
+        kept += tied
     missing = "".join(c for c in target if c not in kept)
     if missing:  # letters summed away inside this operand only: constant along them
         ones = F.full(tuple(sizes[c] for c in missing), 1.0, like=g)

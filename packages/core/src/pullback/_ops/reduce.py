@@ -8,24 +8,44 @@ also accept PyTorch's ``dim``/``keepdim`` spellings.
 from __future__ import annotations
 
 import builtins
-from typing import Any
+import math
+from typing import Any, Callable
 
 from ..dispatch import apply
+from ..errors import ShapeError
 from ..registry import Op
 from ._axes import kept_shape, normalize_axes, pick_axis, to_axis_attr
 from ._declare import declare
 
 
+def _accumulating(xp: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run in float32 on float16/bfloat16 input, the result cast back, as PyTorch does.
+
+    NumPy accumulates float16 partly in float16 (across outer loops: a float16 ``cumsum`` of 1000
+    times 0.1 gives 105) and ml_dtypes' bfloat16 entirely in bfloat16 (its ``sum`` gives 32).
+    """
+
+    def kernel(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # float16, bfloat16
+            return fn(x.astype(xp.float32), *args, **kwargs).astype(x.dtype)
+        return fn(x, *args, **kwargs)
+
+    return kernel
+
+
 def _sum_kernel(xp: Any) -> Any:
-    return lambda x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims)
+    return _accumulating(xp, lambda x, axis=None, keepdims=False: xp.sum(
+        x, axis=axis, keepdims=keepdims))
 
 
 def _mean_kernel(xp: Any) -> Any:
-    return lambda x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims)
+    return _accumulating(xp, lambda x, axis=None, keepdims=False: xp.mean(
+        x, axis=axis, keepdims=keepdims))
 
 
 def _prod_kernel(xp: Any) -> Any:
-    return lambda x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims)
+    return _accumulating(xp, lambda x, axis=None, keepdims=False: xp.prod(
+        x, axis=axis, keepdims=keepdims))
 
 
 def _amax_kernel(xp: Any) -> Any:
@@ -66,9 +86,14 @@ def _mean_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: boo
 
 @PROD.def_grad
 def _prod_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    # The product of the *other* elements: out / x where x has no zero; where exactly one
-    # element is zero, that element gets the product of the rest and the others get 0.
+    # The gradient is the product of the *other* elements.
     g = _expand_back(F, g, x, axis, keepdims)
+    if F.differentiable:
+        # Under create_graph the rule is differentiated again: use exclusive products (a
+        # polynomial in x), exact to any order even at zeros.
+        return (g * _product_of_others(F, x, axis),)
+    # First order: out / x where x has no zero; where exactly one element is zero, that
+    # element gets the product of the rest and the others get 0.
     out = _expand_back(F, out, x, axis, keepdims)
     is_zero = F.equal(x, 0)
     zeros = F.sum(F.cast(is_zero, dtype=x.dtype), axis=axis, keepdims=True)
@@ -77,6 +102,46 @@ def _prod_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: boo
     no_zero = g * out / safe_x
     one_zero = F.where(F.logical_and(is_zero, F.equal(zeros, 1)), g * others_if_one_zero, 0.0)
     return (F.where(F.equal(zeros, 0), no_zero, one_zero),)
+
+
+def _product_of_others(F: Any, x: Any, axis: Any) -> Any:
+    """For each element, the product of the other elements of its reduction group."""
+    axes = normalize_axes(axis, x.ndim, "prod")
+    if x.ndim == 0:
+        return F.full((), 1.0, like=x)
+    rest = [d for d in range(x.ndim) if d not in axes]
+    order = tuple(rest + list(axes))
+    moved = F.permute(x, axes=order)
+    lead = tuple(x.shape[d] for d in rest)
+    flat = F.reshape(moved, shape=lead + (math.prod(x.shape[d] for d in axes),))
+    last = len(lead)
+    before = _exclusive_cumprod(F, flat)
+    after = F.flip(_exclusive_cumprod(F, F.flip(flat, axis=(last,))), axis=(last,))
+    others = F.reshape(before * after, shape=tuple(moved.shape))
+    inverse = [0] * x.ndim
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return F.permute(others, axes=tuple(inverse))
+
+
+def _exclusive_cumprod(F: Any, a: Any) -> Any:
+    """Products of the elements before each one along the last axis (a log-step scan built
+    from slices, concatenation and products, so that it differentiates exactly)."""
+    n = a.shape[-1]
+    last = a.ndim - 1
+    if n == 0:
+        return a
+
+    def ones(k: int) -> Any:
+        return F.full(tuple(a.shape[:-1]) + (k,), 1.0, like=a)
+
+    scan, shift = a, 1
+    while shift < n:
+        shifted = F.cat(ones(shift), F.getitem(scan, key=(Ellipsis, slice(0, n - shift))),
+                        axis=last)
+        scan = scan * shifted
+        shift *= 2
+    return F.cat(ones(1), F.getitem(scan, key=(Ellipsis, slice(0, n - 1))), axis=last)
 
 
 def _extremum_grad(F: Any, g: Any, out: Any, x: Any, axis: Any, keepdims: bool) -> Any:
@@ -103,7 +168,7 @@ def _logsumexp_kernel(xp: Any) -> Any:
             return out
         return out.reshape(()) if axis is None else xp.squeeze(out, axis=axis)
 
-    return logsumexp
+    return _accumulating(xp, logsumexp)
 
 
 LOGSUMEXP = declare(Op("logsumexp", _logsumexp_kernel, save_output=True,
@@ -118,9 +183,8 @@ def _logsumexp_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None,
 
 
 def _norm2_kernel(xp: Any) -> Any:
-    return lambda x, axis=None, keepdims=False: xp.sqrt(
-        xp.sum(x * x, axis=axis, keepdims=keepdims)
-    )
+    return _accumulating(xp, lambda x, axis=None, keepdims=False: xp.sqrt(
+        xp.sum(x * x, axis=axis, keepdims=keepdims)))
 
 
 NORM2 = declare(Op("norm2", _norm2_kernel, save_output=True, doc="Euclidean norm over axes"))
@@ -135,12 +199,19 @@ def _norm2_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: bo
     return (F.where(F.equal(out, 0), 0.0, g * x / safe),)
 
 
-CUMSUM = declare(Op("cumsum", lambda xp: lambda x, axis: xp.cumsum(x, axis=axis),
-                    save_inputs=False, doc="cumulative sum along an axis"))
+def _cumsum_kernel(xp: Any) -> Any:
+    # reshape: NumPy flattens a 0-d input to shape (1,); PyTorch keeps ().
+    return _accumulating(xp, lambda x, axis: xp.cumsum(x, axis=axis).reshape(x.shape))
+
+
+CUMSUM = declare(Op("cumsum", _cumsum_kernel, save_inputs=False,
+                    doc="cumulative sum along an axis"))
 
 
 @CUMSUM.def_grad
 def _cumsum_grad(F: Any, g: Any, out: Any, x: Any, axis: int) -> Any:
+    if g.ndim == 0:
+        return (g,)
     rev = F.flip(g, axis=(axis,))
     return (F.flip(F.cumsum(rev, axis=axis), axis=(axis,)),)
 
@@ -155,7 +226,7 @@ def _sum_to_kernel(xp: Any) -> Any:
             x = xp.sum(x, axis=axes, keepdims=True)
         return x.reshape(shape)
 
-    return sum_to
+    return _accumulating(xp, sum_to)
 
 
 SUM_TO = declare(Op("sum_to", _sum_to_kernel, save_inputs=False,
@@ -179,10 +250,22 @@ ANY = _index_reduction("any", "any", "any true")
 
 # -- public functions -------------------------------------------------------------------------
 
-def _reduction(op: Op) -> Any:
+def _checked_axis(x: Any, axis: Any, dim: Any, name: str, single: bool = False) -> Any:
+    """``axis`` (or ``dim``), after checking it against ``x``: the error names the op and the
+    axis (NumPy's own would be an IndexError naming neither)."""
+    axis = to_axis_attr(pick_axis(axis, dim))
+    if axis is None:
+        return None
+    if single and not isinstance(axis, int):
+        raise ShapeError(f"{name}: expects one axis (an int) or None, got {axis!r}")
+    normalize_axes(axis, x.ndim, name)
+    return axis
+
+
+def _reduction(op: Op, single: bool = False) -> Any:
     def fn(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
            keepdim: bool | None = None) -> Any:
-        axis = to_axis_attr(pick_axis(axis, dim))
+        axis = _checked_axis(x, axis, dim, op.name, single)
         return apply(op, x, axis=axis, keepdims=keepdim if keepdim is not None else keepdims)
 
     fn.__name__ = op.name
@@ -192,7 +275,7 @@ def _reduction(op: Op) -> Any:
 
 sum, mean, prod, amax, amin = map(_reduction, (SUM, MEAN, PROD, AMAX, AMIN))  # noqa: A001
 logsumexp = _reduction(LOGSUMEXP)
-argmax, argmin = _reduction(ARGMAX), _reduction(ARGMIN)
+argmax, argmin = _reduction(ARGMAX, single=True), _reduction(ARGMIN, single=True)
 all, any = _reduction(ALL), _reduction(ANY)  # noqa: A001
 
 
@@ -202,7 +285,7 @@ def max(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,  #
 
     Along an axis the values' gradient is shared among ties, as for :func:`amax`.
     """
-    axis = pick_axis(axis, dim)
+    axis = _checked_axis(x, axis, dim, "max", single=True)
     keep = keepdim if keepdim is not None else keepdims
     if axis is None:
         return apply(AMAX, x, axis=None, keepdims=keep)
@@ -213,7 +296,7 @@ def max(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,  #
 def min(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,  # noqa: A001
         keepdim: bool | None = None) -> Any:
     """Min over all elements, or ``(values, indices)`` along one axis (see :func:`max`)."""
-    axis = pick_axis(axis, dim)
+    axis = _checked_axis(x, axis, dim, "min", single=True)
     keep = keepdim if keepdim is not None else keepdims
     if axis is None:
         return apply(AMIN, x, axis=None, keepdims=keep)
@@ -238,8 +321,12 @@ class _ValuesIndices(tuple):
 
 def var(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = False,
         dim: Any = None, keepdim: bool | None = None, unbiased: bool | None = None) -> Any:
-    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch)."""
-    axis = to_axis_attr(pick_axis(axis, dim))
+    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch).
+
+    With no degrees of freedom left (``correction`` >= the number of elements) the result is
+    inf, or NaN where the elements are all equal, as in PyTorch and NumPy.
+    """
+    axis = _checked_axis(x, axis, dim, "var")
     keep = keepdim if keepdim is not None else keepdims
     if unbiased is not None:
         correction = 1 if unbiased else 0
@@ -249,7 +336,7 @@ def var(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = Fal
     centered = x - apply(MEAN, x, axis=axis, keepdims=True)
     total = apply(SUM, centered * centered, axis=axis, keepdims=keep)
     denom = n - correction
-    return total / denom if denom > 0 else total * float("nan")
+    return total / denom if denom > 0 else total * math.inf
 
 
 def std(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = False,
@@ -263,11 +350,14 @@ def std(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = Fal
 
 def norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False, *,  # noqa: A002
          dim: Any = None, keepdim: bool | None = None, p: Any = None) -> Any:
-    """Vector norm over ``axis`` (all elements by default): ord 2, 1, inf, -inf, 0 or p > 0."""
-    from .elementwise import abs as abs_, pow as pow_
+    """Vector norm over ``axis`` (all elements by default): ord 2, 1, inf, -inf, 0 or p > 0.
+
+    At a zero vector the gradient is 0 (PyTorch's choice of subgradient).
+    """
+    from .elementwise import abs as abs_, pow as pow_, where
 
     ord = p if p is not None else ord
-    axis = to_axis_attr(pick_axis(axis, dim))
+    axis = _checked_axis(x, axis, dim, "norm")
     keep = keepdim if keepdim is not None else keepdims
     if ord == 2 or ord == "fro":
         return apply(NORM2, x, axis=axis, keepdims=keep)
@@ -280,7 +370,11 @@ def norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False, *,  # n
     if ord == 0:
         return apply(SUM, (x != 0).to(x.dtype), axis=axis, keepdims=keep)
     if isinstance(ord, (int, float)) and ord > 0:
-        return pow_(apply(SUM, pow_(abs_(x), ord), axis=axis, keepdims=keep), 1.0 / ord)
+        total = apply(SUM, pow_(abs_(x), ord), axis=axis, keepdims=keep)
+        # total ** (1/ord) has an infinite slope at 0: take the root of a safe value there, so
+        # that the zero vector's gradient is 0 instead of inf * 0 = NaN.
+        zero = total == 0
+        return where(zero, 0.0, pow_(where(zero, 1.0, total), 1.0 / ord))
     raise ValueError(f"norm: unsupported ord {ord!r}")
 
 

@@ -182,9 +182,15 @@ def expand(x: Any, *sizes: Any) -> Any:
     return broadcast_to(x, shape)
 
 
-def cat(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Any:
-    """Concatenate along an existing axis."""
-    axis = pick_axis(axis, dim) if dim is not None else axis
+def _axis_or_dim(axis: int | None, dim: int | None) -> int:
+    """NumPy's ``axis=`` or PyTorch's ``dim=`` (not both), 0 when neither is given."""
+    axis = pick_axis(axis, dim)
+    return 0 if axis is None else axis
+
+
+def cat(tensors: Sequence[Any], axis: int | None = None, *, dim: int | None = None) -> Any:
+    """Concatenate along an existing axis (0 by default)."""
+    axis = _axis_or_dim(axis, dim)
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
@@ -195,9 +201,9 @@ def cat(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Any
 concatenate = cat
 
 
-def stack(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Any:
-    """Stack along a new axis."""
-    axis = pick_axis(axis, dim) if dim is not None else axis
+def stack(tensors: Sequence[Any], axis: int | None = None, *, dim: int | None = None) -> Any:
+    """Stack along a new axis (0 by default)."""
+    axis = _axis_or_dim(axis, dim)
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
@@ -211,9 +217,10 @@ def _slice_along(x: Any, axis: int, start: int, stop: int) -> Any:
     return getitem(x, (slice(None),) * axis + (slice(start, stop),))
 
 
-def split(x: Any, split_size_or_sections: Any, axis: int = 0, *, dim: int | None = None) -> tuple:
+def split(x: Any, split_size_or_sections: Any, axis: int | None = None, *,
+          dim: int | None = None) -> tuple:
     """PyTorch's ``split``: pieces of one size (the last may be smaller) or of given sizes."""
-    axis = normalize_axes(pick_axis(axis, dim) if dim is not None else axis, x.ndim, "split")[0]
+    axis = normalize_axes(_axis_or_dim(axis, dim), x.ndim, "split")[0]
     n = x.shape[axis]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
@@ -231,19 +238,19 @@ def split(x: Any, split_size_or_sections: Any, axis: int = 0, *, dim: int | None
     return tuple(out)
 
 
-def chunk(x: Any, chunks: int, axis: int = 0, *, dim: int | None = None) -> tuple:
+def chunk(x: Any, chunks: int, axis: int | None = None, *, dim: int | None = None) -> tuple:
     """PyTorch's ``chunk``: up to ``chunks`` pieces of size ``ceil(n / chunks)``."""
-    axis = normalize_axes(pick_axis(axis, dim) if dim is not None else axis, x.ndim, "chunk")[0]
+    axis = normalize_axes(_axis_or_dim(axis, dim), x.ndim, "chunk")[0]
     n = x.shape[axis]
     size = max(1, -(-n // chunks))
     return split(x, size, axis)
 
 
-def unbind(x: Any, axis: int = 0, *, dim: int | None = None) -> tuple:
-    """The slices along ``axis``, with that axis removed."""
+def unbind(x: Any, axis: int | None = None, *, dim: int | None = None) -> tuple:
+    """The slices along ``axis`` (0 by default), with that axis removed."""
     from .index import getitem
 
-    axis = normalize_axes(pick_axis(axis, dim) if dim is not None else axis, x.ndim, "unbind")[0]
+    axis = normalize_axes(_axis_or_dim(axis, dim), x.ndim, "unbind")[0]
     return tuple(getitem(x, (slice(None),) * axis + (i,)) for i in range(x.shape[axis]))
 
 
@@ -263,13 +270,21 @@ def roll(x: Any, shifts: Any, axis: Any = None, *, dims: Any = None) -> Any:
     return apply(ROLL, x, shifts=shifts, axis=axis)
 
 
+def _check_matrix(x: Any, name: str) -> None:
+    # NumPy's tril/triu quietly turn a 1-D input into a matrix; PyTorch refuses it.
+    if x.ndim < 2:
+        raise ShapeError(f"{name}: expects at least 2 dims, got shape {tuple(x.shape)}")
+
+
 def tril(x: Any, diagonal: int = 0) -> Any:
     """Zero everything above the ``diagonal``-th diagonal of the last two axes."""
+    _check_matrix(x, "tril")
     return apply(TRIL, x, k=diagonal)
 
 
 def triu(x: Any, diagonal: int = 0) -> Any:
     """Zero everything below the ``diagonal``-th diagonal of the last two axes."""
+    _check_matrix(x, "triu")
     return apply(TRIU, x, k=diagonal)
 
 

@@ -189,6 +189,9 @@ def run_backward(
                 if F is None:
                     F = namespaces[node.device.type] = raw_namespace(node.device.type)
             is_op_node = node.__class__ is Node
+            if modes:
+                for mode in modes:
+                    mode.on_backward_start(node, g)
             if is_op_node:
                 if node.hooks is not None or node.retained is not None:
                     g = _output_hooks(node, g, create_graph, node.device)

@@ -213,6 +213,8 @@ class Function:
         device = next(a.device for a in args if isinstance(a, Tensor))
         node = FunctionNode(cls, ctx, args, outs, device)
         ctx._node = weakref.ref(node)
+        for mode in state.modes:
+            mode.on_function_node(node)
         new_outs = []
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor) or id(o) in ctx._non_differentiable or o.dtype.kind != "f":

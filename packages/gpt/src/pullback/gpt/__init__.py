@@ -1,5 +1,20 @@
-"""pullback.gpt: a char-level gpt trained on pullback, with a cli.
+"""pullback.gpt: a character-level GPT trained entirely on pullback, with a CLI.
 
-Not implemented yet: this distribution is an empty placeholder that installs, is
-discovered as a plugin and registers nothing.
+    from pullback.gpt import GPT, GPTConfig, CharTokenizer
+    model = GPT(GPTConfig(vocab_size=65))
+    logits, loss = model(idx, targets)
+
+Command line: ``pullback-gpt train|sample|eval`` (or ``python -m pullback.gpt``).
 """
+
+from .__about__ import __version__
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import PRESETS, GPTConfig, TrainConfig
+from .data import CharDataset, tinyshakespeare_path
+from .model import GPT
+from .tokenizer import CharTokenizer
+
+__all__ = [
+    "GPT", "GPTConfig", "PRESETS", "CharDataset", "CharTokenizer", "TrainConfig", "__version__",
+    "load_checkpoint", "save_checkpoint", "tinyshakespeare_path",
+]

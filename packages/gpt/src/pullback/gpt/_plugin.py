@@ -1,3 +1,3 @@
-"""Plugin of pullback-gpt: registers nothing yet (the package is still empty)."""
+"""Plugin of pullback-gpt: a model package, it registers no ops, backends or rules."""
 
 pullback_hook_api = "1.0"

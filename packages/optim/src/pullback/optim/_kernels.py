@@ -40,6 +40,9 @@ def ema_square_(xp: Any, avg_sq: Array, grad: Array, beta: float, scratch: Array
 
 def add_scaled_(xp: Any, target: Array, source: Array, alpha: float, scratch: Array) -> None:
     """``target += alpha * source`` (``scratch`` may be ``source`` itself)."""
+    if alpha == 1.0:  # SGD without dampening, RMSprop's momentum: one pass, not two
+        xp.add(target, source, out=target)
+        return
     xp.multiply(source, alpha, out=scratch)
     xp.add(target, scratch, out=target)
 

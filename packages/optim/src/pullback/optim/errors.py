@@ -17,8 +17,9 @@ class ParamGroupError(OptimizerError, ValueError):
     """A parameter list that cannot be optimized: empty, a tensor listed twice, a non-leaf."""
 
 
-class ParamTypeError(OptimizerError, TypeError):
-    """Something that is not a floating point Tensor where a parameter is expected."""
+class OptimizerTypeError(OptimizerError, TypeError):
+    """An argument of the wrong type: a parameter that is not a floating point Tensor, a
+    scheduler given something that is not an Optimizer."""
 
 
 class NonFiniteNormError(OptimizerError, RuntimeError):

@@ -19,7 +19,7 @@ from pullback.errors import ShapeError
 
 from . import _state_dict
 from ._registry import Registry
-from .errors import HyperparameterError, ParamGroupError, ParamTypeError
+from .errors import HyperparameterError, ParamGroupError, OptimizerTypeError
 
 OPTIMIZERS = Registry("optimizer")
 """Optimizer classes by name (``OPTIMIZERS["adamw"] is AdamW``)."""
@@ -74,12 +74,12 @@ class Optimizer:
         """The state of ``param`` before its first step (Tensors and JSON numbers)."""
         return {}
 
-    def _update(self, xp: Any, param: Any, grad: Any, state: dict[str, Any],
+    def _update(self, xp: Any, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
-        """Apply one step to the array ``param`` in place, given its gradient array ``grad``.
+        """Apply one step to ``p.data`` in place, given the gradient array ``grad``.
 
-        ``xp`` is the array namespace; ``scratch`` two arrays shaped like ``param`` that the
-        update may overwrite. ``grad`` must not be written.
+        ``xp`` is the array namespace; ``scratch`` two arrays shaped like ``p`` that the update
+        may overwrite. ``grad`` must not be written (it is the user's ``p.grad``).
         """
         raise NotImplementedError
 
@@ -99,17 +99,17 @@ class Optimizer:
                 grad = p.grad
                 if grad is None:
                     continue
-                data = p.data
-                if grad.data.shape != data.shape:
+                grad, data, device = grad.data, p.data, p.device
+                if grad.shape != data.shape:
                     raise ShapeError(
                         f"{type(self).__name__}.step: a parameter of shape {tuple(data.shape)} "
-                        f"has a gradient of shape {tuple(grad.data.shape)}"
+                        f"has a gradient of shape {tuple(grad.shape)}"
                     )
                 state = self.state.get(p)
                 if state is None:
                     state = self.state[p] = self._init_state(p, group)
-                xp = p.device.backend.xp
-                self._update(xp, data, grad.data, state, group, self._scratch(xp, data))
+                xp = device.backend.xp
+                self._update(xp, p, grad, state, group, self._scratch(xp, device, data))
                 mark_modified(p)
         return loss
 
@@ -122,7 +122,7 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
-                elif grad._node is not None:  # built with create_graph: cut it from its graph
+                elif not grad.is_leaf:  # built with create_graph: cut it from its graph
                     p.grad = zeros_like(grad)
                 else:
                     grad.data.fill(0)
@@ -132,12 +132,12 @@ class Optimizer:
         """Add a group of parameters (with its own hyper-parameters) to optimize from now on.
 
         Raises:
-            ParamTypeError: a parameter that is not a floating point Tensor.
+            OptimizerTypeError: a parameter that is not a floating point Tensor.
             ParamGroupError: no parameters, a non-leaf, or a tensor already optimized.
             HyperparameterError: an invalid hyper-parameter.
         """
         if not isinstance(param_group, dict):
-            raise ParamTypeError(
+            raise OptimizerTypeError(
                 f"a param group must be a dict, got {type(param_group).__name__}"
             )
         index = len(self.param_groups)
@@ -186,19 +186,20 @@ class Optimizer:
         return "\n".join(lines + [")"])
 
     # -- scratch arrays ------------------------------------------------------------------------
-    def _scratch(self, xp: Any, like: Any) -> tuple[Any, Any]:
-        """Two arrays shaped like ``like`` (views of one buffer per array type, dtype and
-        device, kept between steps), so that an update allocates nothing."""
-        key = (type(like), like.dtype, getattr(like, "device", None), like.shape)
+    def _scratch(self, xp: Any, device: Any, like: Any) -> tuple[Any, Any]:
+        """Two arrays shaped like ``like`` (views of one buffer per device and dtype, kept
+        between steps), so that an update allocates nothing."""
+        # Devices are interned: id() is a cheaper key than their Python-level __hash__.
+        key = (id(device), like.dtype, like.shape)
         views = self._scratch_views.get(key)
         if views is None:
-            kind = key[:3]
+            kind = key[:2]
             n = like.size
             flat = self._scratch_buffers.get(kind)
             if flat is None or flat.size < 2 * n:
                 flat = self._scratch_buffers[kind] = xp.empty_like(like, shape=(2 * n,))
                 # views of the smaller buffer would keep it alive: drop them
-                for k in [k for k in self._scratch_views if k[:3] == kind]:
+                for k in [k for k in self._scratch_views if k[:2] == kind]:
                     del self._scratch_views[k]
             views = (flat[:n].reshape(like.shape), flat[n:2 * n].reshape(like.shape))
             self._scratch_views[key] = views
@@ -209,17 +210,17 @@ class Optimizer:
 
 def _as_groups(params: Any) -> list[dict[str, Any]]:
     if isinstance(params, Tensor):
-        raise ParamTypeError(
+        raise OptimizerTypeError(
             "params should be an iterable of Tensors or of dicts, got a single Tensor of shape "
             f"{tuple(params.shape)}; wrap it in a list"
         )
     if isinstance(params, (set, frozenset)):
-        raise ParamTypeError("params must be an ordered iterable (a list), not a set: the order "
+        raise OptimizerTypeError("params must be an ordered iterable (a list), not a set: the order "
                              "of parameters must be the same from run to run")
     try:
         items = list(params)
     except TypeError:
-        raise ParamTypeError(
+        raise OptimizerTypeError(
             f"params should be an iterable of Tensors or of dicts, got {type(params).__name__}"
         ) from None
     if items and all(isinstance(x, dict) for x in items):
@@ -233,23 +234,23 @@ def _as_param_list(params: Any, where: str) -> list[Tensor]:
     if isinstance(params, Tensor):
         return [params]
     if isinstance(params, (set, frozenset)):
-        raise ParamTypeError(f"{where}: parameters must be in an ordered list, not a set")
+        raise OptimizerTypeError(f"{where}: parameters must be in an ordered list, not a set")
     try:
         return list(params)
     except TypeError:
-        raise ParamTypeError(
+        raise OptimizerTypeError(
             f"{where}: 'params' should be an iterable of Tensors, got {type(params).__name__}"
         ) from None
 
 
 def _check_param(p: Any, where: str) -> None:
     if isinstance(p, dict):
-        raise ParamTypeError(f"{where} is a dict: give either Tensors or param group dicts, "
+        raise OptimizerTypeError(f"{where} is a dict: give either Tensors or param group dicts, "
                              "not a mix")
     if not isinstance(p, Tensor):
-        raise ParamTypeError(f"{where} is {type(p).__name__}, not a Tensor")
+        raise OptimizerTypeError(f"{where} is {type(p).__name__}, not a Tensor")
     if not is_floating(p.dtype):
-        raise ParamTypeError(
+        raise OptimizerTypeError(
             f"{where} has dtype {p.dtype}; only floating point tensors can be optimized"
         )
     if not p.is_leaf:
@@ -266,7 +267,7 @@ def require_non_negative(group: dict[str, Any], *names: str) -> None:
         value = group[name]
         if isinstance(value, bool) or not isinstance(value, Real):
             raise HyperparameterError(f"{name} must be a real number, got {value!r}")
-        if not value >= 0:  # also catches NaN
+        if not float(value) >= 0:  # also catches NaN
             raise HyperparameterError(f"invalid {name}: {value!r} (it must be >= 0)")
 
 
@@ -276,7 +277,7 @@ def require_betas(group: dict[str, Any]) -> None:
     if not isinstance(betas, (tuple, list)) or len(betas) != 2:
         raise HyperparameterError(f"betas must be a pair of numbers, got {betas!r}")
     for i, beta in enumerate(betas):
-        if isinstance(beta, bool) or not isinstance(beta, Real) or not 0.0 <= beta < 1.0:
+        if isinstance(beta, bool) or not isinstance(beta, Real) or not 0.0 <= float(beta) < 1.0:
             raise HyperparameterError(
                 f"invalid betas[{i}]: {beta!r} (each beta must be in [0, 1))"
             )

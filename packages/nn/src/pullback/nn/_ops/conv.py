@@ -121,8 +121,10 @@ def _input_grad_kernel(xp: Any) -> Any:
         c, h, wi = input_shape[1:]
         kh, kw = w.shape[2:]
         reach = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
-        full = ((reach[0] - padding[0][0], reach[0] - padding[0][1]),
-                (reach[1] - padding[1][0], reach[1] - padding[1][1]))
+        # Padding of g that makes the stride-1 convolution come out at the input's size (rows
+        # of the input that no window reached, e.g. a transposed conv's output_padding, get 0).
+        full = ((reach[0] - padding[0][0], h - ho + padding[0][0]),
+                (reach[1] - padding[1][0], wi - wo + padding[1][0]))
         if stride == (1, 1) and min(full[0] + full[1]) >= 0:
             # With stride 1 the input gradient is itself a convolution (of g, fully padded, with
             # the rotated weight): one im2col and one GEMM beat a GEMM plus kh*kw strided adds.

@@ -1,0 +1,16 @@
+"""Verification tools for pullback and for anything built on it.
+
+* :func:`gradcheck` / :func:`gradgradcheck`: float64 central finite differences against
+  :func:`pullback.autograd.grad`, first and second order.
+* :mod:`pullback.testing.opdb`: the op database (sample inputs per op, PyTorch equivalents,
+  error cases) that drives core's generated tests.
+* :mod:`pullback.testing.conformance`: a pytest plugin that runs the op database on any backend
+  against the CPU (``pytest -p pullback.testing.conformance --backend NAME``).
+* ``python -m pullback.testing.report``: regenerates ``docs/gradcheck.md`` from a real run.
+
+Nothing here imports torch: PyTorch, where used as the oracle, is passed in as a module.
+"""
+
+from .gradcheck import GradcheckError, JacobianComparison, compare_jacobians, gradcheck, gradgradcheck
+
+__all__ = ["GradcheckError", "JacobianComparison", "compare_jacobians", "gradcheck", "gradgradcheck"]

@@ -1,0 +1,139 @@
+"""The backend conformance suite, as a pytest plugin: a backend proves itself with one command.
+
+    python -m pytest -p pullback.testing.conformance --backend NAME
+
+``NAME`` is a registered device type or a device (``refcpu``, ``cuda:1``). Every sample of the op
+database (:mod:`pullback.testing.opdb`) runs on that device, its inputs moved there with
+``.to(device)``, and on the CPU backend; the two must agree on output values, shapes and dtypes,
+on the gradients with respect to every input, and (float64) on the double backward. Bad inputs
+must raise the error types the database names. Two device checks complete it: ``.to`` there and
+back keeps values and dtypes (and gradients flow back through it), and mixing devices in one op
+is a :class:`~pullback.errors.DeviceError`.
+
+The caller needs no test files: given ``--backend``, the plugin collects its own test module,
+:mod:`pullback.testing._conformance_tests` (besides any paths on the command line; without paths
+only the suite runs). Without ``--backend`` the plugin does nothing. The usual options apply
+(``-k matmul``, ``-x``, ``-q``), and ``--conformance-dtypes float32,float64`` limits the dtypes,
+for a backend that lacks some (every dtype of the database is checked by default).
+
+The plugin is loaded with ``-p`` and is deliberately not a ``pytest11`` entry point: that would add
+``--backend`` to every pytest run wherever pullback is installed, where it would collide with any
+other plugin's option of that name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from .compare import Outcome, PullbackFramework, compare_runs, run_sample
+from .opdb import Case, ErrorCase, OpRecord, error_cases, sample_cases
+from .oracle import case_seed
+
+_TESTS = Path(__file__).with_name("_conformance_tests.py")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pullback-conformance", "pullback backend conformance suite")
+    group.addoption("--backend", default=None, metavar="NAME",
+                    help="run the op database on this backend (device) against the CPU")
+    group.addoption("--conformance-dtypes", default=None, metavar="DTYPES",
+                    help="comma-separated dtypes to check (default: all the database covers)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    name = config.getoption("--backend")
+    if not name:
+        return
+    from ..device import Device
+
+    Device(name)  # an unknown or missing backend fails here, with pullback's own message
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        config.args.append(str(_TESTS))
+    else:  # no paths given: run the suite alone, not the tests of the current folder
+        config.args = [str(_TESTS)]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    name = config.getoption("--backend")
+    if not name:
+        return None
+    return f"pullback conformance: backend {name} against cpu, dtypes {', '.join(dtypes(config))}"
+
+
+def dtypes(config: pytest.Config) -> tuple[str, ...]:
+    """The dtypes the run checks."""
+    chosen = config.getoption("--conformance-dtypes", default=None)
+    if not chosen:
+        return ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
+    return tuple(d.strip() for d in chosen.split(",") if d.strip())
+
+
+@pytest.fixture(scope="session")
+def conformance_device(pytestconfig: pytest.Config) -> Any:
+    """The :class:`~pullback.Device` under test (``--backend``)."""
+    from ..device import Device
+
+    name = pytestconfig.getoption("--backend")
+    if not name:
+        pytest.skip("no --backend given")
+    device = Device(name)
+    if not device.backend.is_available():
+        pytest.fail(f"backend '{device.type}' is registered but unavailable: "
+                    f"{device.backend.unavailable_reason() or 'no reason given'}")
+    return device
+
+
+def selected_cases(config: pytest.Config) -> list[Case]:
+    """The database samples of the chosen dtypes (none without ``--backend``)."""
+    if not config.getoption("--backend", default=None):
+        return []
+    return sample_cases(dtypes=dtypes(config))
+
+
+def selected_errors(config: pytest.Config) -> list[tuple[OpRecord, ErrorCase]]:
+    """The database's error cases (none without ``--backend``)."""
+    if not config.getoption("--backend", default=None):
+        return []
+    return error_cases()
+
+
+def check_sample(device: Any, case: Case) -> Outcome:
+    """Run ``case`` on ``device`` and on the CPU with the same cotangents; compare everything."""
+    record, sample = case.record, case.sample
+    double = record.differentiable and case.dtype == "float64" and sample.gradcheck
+    runs = []
+    for where in (device, "cpu"):
+        framework = PullbackFramework(where)
+        bound = sample.bind(framework.factory, differentiable=record.differentiable)
+        rng = np.random.default_rng(case_seed(record, case.dtype, sample))
+        runs.append(run_sample(framework, record.fn, bound, rng,
+                               backward=record.differentiable, double=double))
+    outcome = compare_runs(runs[0], runs[1], overrides=record.tolerance, expected_name="cpu")
+    _check_devices(outcome, device, runs[0].devices)
+    return outcome
+
+
+def _check_devices(outcome: Outcome, device: Any, devices: list[str] | None) -> None:
+    for i, d in enumerate(devices or []):
+        if d != str(device):
+            outcome.problems.append(f"result {i} is on {d}, expected {device}")
+
+
+def check_error(device: Any, record: OpRecord, case: ErrorCase) -> None:
+    """The error case must raise its error type on ``device`` too (an AssertionError if not)."""
+    from .opdb import PullbackFactory, Sample
+
+    bound = Sample(case.args, case.kwargs).bind(PullbackFactory(device), differentiable=False)
+    try:
+        bound.call(record.fn)
+    except case.error:
+        return
+    except Exception as exc:  # noqa: BLE001 - reported with its type
+        raise AssertionError(f"{record.name} on {device}: expected {case.error.__name__}, got "
+                             f"{type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{record.name} on {device}: expected {case.error.__name__}, nothing "
+                         "was raised")

@@ -1,0 +1,77 @@
+"""The op database: one record per public function of core (and per internal registry op).
+
+The generated tests read it: PyTorch parity (forward, backward, double backward), gradcheck and
+gradgradcheck in float64, the error cases, and the backend conformance suite. Each record names
+the pullback function to call, PyTorch's equivalent (resolved lazily from the torch module), the
+registry ops it exercises, its dtypes, and sample inputs covering broadcasting, Python scalars on
+either side, 0-d tensors, size-0 and size-1 dims, non-contiguous views and attribute variants.
+
+Example::
+
+    from pullback.testing.opdb import get_record, sample_cases
+
+    add = get_record("add")
+    for case in sample_cases([add], dtypes=("float64",)):
+        print(case.id)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from . import elementwise, index, internal, linalg, reduce, shape
+from ._record import (
+    Arg, BoundSample, ErrorCase, OpRecord, PullbackFactory, Sample, TensorFactory, view_of,
+)
+
+OP_DB: tuple[OpRecord, ...] = (
+    *elementwise.RECORDS, *reduce.RECORDS, *shape.RECORDS, *index.RECORDS, *linalg.RECORDS,
+    *internal.RECORDS,
+)
+
+_BY_NAME = {r.name: r for r in OP_DB}
+
+
+def get_record(name: str) -> OpRecord:
+    """The record called ``name``."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no op database record named '{name}'") from None
+
+
+def covered_ops(records: Iterable[OpRecord] = OP_DB) -> set[str]:
+    """The registry ops that some record exercises."""
+    return {op for r in records for op in r.ops}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One sample of one record in one dtype; ``id`` reads ``op-dtype-shapes``."""
+
+    record: OpRecord
+    dtype: str
+    sample: Sample
+
+    @property
+    def id(self) -> str:
+        return f"{self.record.name}-{self.dtype}-{self.sample.id}"
+
+
+def sample_cases(records: Iterable[OpRecord] = OP_DB, dtypes: Sequence[str] | None = None
+                 ) -> list[Case]:
+    """Every (record, dtype, sample), optionally for some dtypes only."""
+    return [Case(r, d, s) for r in records for d in r.dtypes
+            if dtypes is None or d in dtypes for s in r.sample_list(d)]
+
+
+def error_cases(records: Iterable[OpRecord] = OP_DB) -> list[tuple[OpRecord, ErrorCase]]:
+    """Every (record, error case)."""
+    return [(r, e) for r in records for e in r.error_list()]
+
+
+__all__ = [
+    "OP_DB", "Arg", "BoundSample", "Case", "ErrorCase", "OpRecord", "PullbackFactory", "Sample",
+    "TensorFactory", "covered_ops", "error_cases", "get_record", "sample_cases", "view_of",
+]

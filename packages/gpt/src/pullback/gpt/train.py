@@ -1,0 +1,230 @@
+"""The training loop: AdamW with warmup + cosine decay, gradient clipping, periodic evaluation,
+checkpoints (every K steps, at the end, on Ctrl-C), a CSV log and a PNG loss curve."""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import pullback as pb
+import pullback.optim as optim
+from pullback.device import Device
+
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import TrainConfig
+from .data import CharDataset
+from .model import GPT
+from .tokenizer import CharTokenizer
+
+CSV_FIELDS = ("step", "loss", "lr", "train_loss", "val_loss", "val_bits_per_char",
+              "tokens_per_s", "elapsed_s")
+
+
+@dataclass
+class TrainResult:
+    """What a run produced."""
+
+    out_dir: Path
+    steps: int
+    final_val_loss: float | None
+    final_train_loss: float | None
+    elapsed_s: float
+    interrupted: bool = False
+
+
+def make_optimizer(model: GPT, cfg: TrainConfig) -> Any:
+    """AdamW with weight decay on matrices only (embeddings and linear weights), as nanoGPT."""
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+
+
+def make_scheduler(optimizer: Any, cfg: TrainConfig) -> Any:
+    """Linear warmup to ``lr``, then cosine decay to ``min_lr`` at the last step."""
+    return optim.warmup_cosine(optimizer, warmup_steps=cfg.warmup, total_steps=cfg.steps,
+                               min_lr=cfg.min_lr)
+
+
+@pb.no_grad()
+def estimate_loss(model: GPT, data: CharDataset, cfg: TrainConfig, step: int,
+                  device: Device) -> dict[str, float]:
+    """Mean loss over ``eval_iters`` batches of each split (its own seeded generator, so that
+    evaluation never disturbs the training stream)."""
+    was_training = model.training
+    model.eval()
+    out = {}
+    for split in ("train", "val"):
+        rng = np.random.default_rng([cfg.seed, step, split == "val"])
+        losses = []
+        for _ in range(cfg.eval_iters):
+            x, y = data.batch(split, cfg.batch_size, cfg.model.block_size, rng, device)
+            _, loss = model(x, y)
+            losses.append(loss.item())
+        out[split] = float(np.mean(losses))
+    model.train(was_training)
+    return out
+
+
+def _progress(total: int, initial: int, disable: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, disable=disable, unit="step", dynamic_ncols=True)
+
+
+class _Log:
+    """Appends rows to ``metrics.csv`` (kept across resumes)."""
+
+    def __init__(self, path: Path, resume: bool) -> None:
+        self.path = path
+        new = not (resume and path.exists())
+        self.file = path.open("w" if new else "a", newline="")
+        self.writer = csv.DictWriter(self.file, fieldnames=CSV_FIELDS)
+        if new:
+            self.writer.writeheader()
+
+    def row(self, **values: Any) -> None:
+        self.writer.writerow({k: values.get(k, "") for k in CSV_FIELDS})
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
+          resume: bool = False, quiet: bool = False,
+          on_step: Callable[[int, float], None] | None = None) -> TrainResult:
+    """Train a GPT on ``text`` (or continue the run in ``out_dir`` with ``resume``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = Device(device)
+    start_step = 0
+    ckpt = None
+    if resume:
+        ckpt = load_checkpoint(out)
+        cfg = ckpt.train_config or cfg
+        tokenizer = ckpt.tokenizer
+        start_step = ckpt.step
+    else:
+        tokenizer = CharTokenizer.from_text(text)
+    if cfg.model.vocab_size != tokenizer.vocab_size:
+        from dataclasses import replace
+
+        cfg = replace(cfg, model=replace(cfg.model, vocab_size=tokenizer.vocab_size))
+    data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
+
+    pb.manual_seed(cfg.seed)
+    model = GPT(cfg.model).to(dev)
+    optimizer = make_optimizer(model, cfg)
+    scheduler = make_scheduler(optimizer, cfg)
+    rng = np.random.default_rng(cfg.seed)
+    if ckpt is not None:
+        model.load_state_dict(ckpt.model_state)
+        optimizer.load_state_dict(ckpt.optimizer_state)
+        scheduler.load_state_dict(ckpt.state["scheduler"])
+        rng.bit_generator.state = ckpt.state["data_rng"]
+        dev.backend.set_rng_state(ckpt.state["device_rng"])
+
+    def checkpoint(step: int, metrics: dict[str, Any]) -> Path:
+        state = {
+            "step": step, "train_config": cfg.to_dict(), "scheduler": scheduler.state_dict(),
+            "data_rng": rng.bit_generator.state, "device_rng": dev.backend.get_rng_state(),
+            "metrics": metrics,
+        }
+        return save_checkpoint(out, model, tokenizer, state, optimizer)
+
+    log = _Log(out / "metrics.csv", resume)
+    tokens_per_step = cfg.batch_size * cfg.model.block_size
+    bar = _progress(cfg.steps, start_step, quiet)
+    model.train()
+    t0 = time.perf_counter()
+    last = {"train": None, "val": None}
+    step = start_step
+    interrupted = False
+    try:
+        while step < cfg.steps:
+            if step % cfg.eval_interval == 0 and step > start_step:
+                last = _evaluate(model, data, cfg, step, dev, log, bar, t0)
+            tick = time.perf_counter()
+            x, y = data.batch("train", cfg.batch_size, cfg.model.block_size, rng, dev)
+            _, loss = model(x, y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip > 0:
+                optim.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            lr = scheduler.get_last_lr()[0]
+            scheduler.step()
+            step += 1
+            loss_value = loss.item()
+            rate = tokens_per_step / max(time.perf_counter() - tick, 1e-9)
+            log.row(step=step, loss=f"{loss_value:.6f}", lr=f"{lr:.6g}", tokens_per_s=f"{rate:.0f}",
+                    elapsed_s=f"{time.perf_counter() - t0:.2f}")
+            bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{rate:,.0f}", lr=f"{lr:.2e}")
+            bar.update(1)
+            if on_step is not None:
+                on_step(step, loss_value)
+            if step % cfg.checkpoint_interval == 0 and step < cfg.steps:
+                checkpoint(step, last)
+    except KeyboardInterrupt:
+        interrupted = True
+        path = checkpoint(step, last)
+        bar.write(f"interrupted at step {step}: checkpoint saved to {path}")
+    if not interrupted:
+        last = _evaluate(model, data, cfg, step, dev, log, bar, t0)
+        checkpoint(step, last)
+    bar.close()
+    log.close()
+    elapsed = time.perf_counter() - t0
+    plot_metrics(out / "metrics.csv", out / "loss.png")
+    return TrainResult(out, step, last["val"], last["train"], elapsed, interrupted)
+
+
+def _evaluate(model: GPT, data: CharDataset, cfg: TrainConfig, step: int, dev: Device,
+              log: _Log, bar: Any, t0: float) -> dict[str, Any]:
+    losses = estimate_loss(model, data, cfg, step, dev)
+    bpc = losses["val"] / math.log(2)
+    log.row(step=step, train_loss=f"{losses['train']:.6f}", val_loss=f"{losses['val']:.6f}",
+            val_bits_per_char=f"{bpc:.6f}", elapsed_s=f"{time.perf_counter() - t0:.2f}")
+    bar.write(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f} "
+              f"nats ({bpc:.4f} bits/char)")
+    return losses
+
+
+def plot_metrics(csv_path: Path, png_path: Path) -> None:
+    """Training loss per step and evaluated train/val loss, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps, losses, eval_steps, train_eval, val_eval = [], [], [], [], []
+    with csv_path.open() as f:
+        for row in csv.DictReader(f):
+            if row["loss"]:
+                steps.append(int(row["step"]))
+                losses.append(float(row["loss"]))
+            if row["val_loss"]:
+                eval_steps.append(int(row["step"]))
+                train_eval.append(float(row["train_loss"]))
+                val_eval.append(float(row["val_loss"]))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    if losses:
+        ax.plot(steps, losses, color="0.75", linewidth=0.8, label="batch loss")
+    if eval_steps:
+        ax.plot(eval_steps, train_eval, "o-", label="train loss (eval)")
+        ax.plot(eval_steps, val_eval, "o-", label="val loss (eval)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,206 @@
+"""2-d pooling: ``nn.max_pool2d`` and ``nn.avg_pool2d``, each with the linear ops that form its
+backward.
+
+Max pooling routes the gradient to the first maximum of each window (PyTorch's choice for ties).
+The forward finds, per window, the index ``which`` (``p * kw + q``) of that maximum. Its backward
+``nn.max_pool2d_backward(g, which)`` spreads ``g`` back to those positions, and the adjoint of
+that, ``nn.max_pool2d_select(h, which)``, reads ``h`` at them: the two are each other's
+gradients, so ``create_graph`` works through max pooling (``which`` is piecewise constant). The
+forward saves ``which`` for a first-order backward; ``nn.max_pool2d_indices`` recomputes it.
+Average pooling is linear; it and its adjoint ``nn.avg_pool2d_grad`` are each other's gradients.
+
+All kernels loop over the ``kh*kw`` window offsets with strided views (no im2col copy, no
+scatter-add). Attributes: ``kernel_size``, ``stride`` and ``dilation`` are ``(h, w)`` pairs,
+``padding`` is ``((top, bottom), (left, right))``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pullback.registry import Op
+
+from ._call import op_in
+from .conv import Padding, Pair, add_windows, crop, out_size, pad_input, windows
+
+
+def _out_hw(shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Padding,
+            dilation: Pair) -> Pair:
+    return (out_size(shape[2], kernel[0], stride[0], padding[0], dilation[0]),
+            out_size(shape[3], kernel[1], stride[1], padding[1], dilation[1]))
+
+
+def _max_windows(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding,
+                 dilation: Pair) -> tuple[Any, Any]:
+    """Max of every window (N, C, Ho, Wo) and the window offset ``p * kw + q`` of its first
+    occurrence (int8 when it fits)."""
+    out_hw = _out_hw(x.shape, kernel, stride, padding, dilation)
+    low = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
+    win = windows(xp, pad_input(xp, x, padding, low), kernel, stride, dilation, out_hw)
+    best = win[:, :, 0, 0].copy()
+    index_type = xp.int8 if kernel[0] * kernel[1] <= 127 else xp.int64
+    which = xp.zeros(best.shape, dtype=index_type)
+    for p in range(kernel[0]):
+        for q in range(kernel[1]):
+            if p or q:
+                candidate = win[:, :, p, q]
+                better = candidate > best  # strict: ties keep the first maximum
+                xp.maximum(best, candidate, out=best)
+                # which = better ? k : which, in integer arithmetic (much faster than where)
+                which += better * index_type(p * kernel[1] + q) - which * better
+    return best, which
+
+
+def _max_pool_kernel(xp: Any) -> Any:
+    def max_pool2d(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
+                   dilation: Pair) -> Any:
+        values, which = _max_windows(xp, x, kernel_size, stride, padding, dilation)
+        return values, (which,)
+
+    return max_pool2d
+
+
+def _max_pool_indices_kernel(xp: Any) -> Any:
+    def max_pool2d_indices(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
+                           dilation: Pair) -> Any:
+        return _max_windows(xp, x, kernel_size, stride, padding, dilation)[1]
+
+    return max_pool2d_indices
+
+
+def _max_pool_backward_kernel(xp: Any) -> Any:
+    def max_pool2d_backward(g: Any, which: Any, *, input_shape: tuple[int, ...],
+                            kernel_size: Pair, stride: Pair, padding: Padding,
+                            dilation: Pair) -> Any:
+        n, c, h, w = input_shape
+        (pt, pb), (pl, pr) = padding
+        dxpad = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=g.dtype)
+        kh, kw = kernel_size
+        ho, wo = g.shape[2:]
+        # Windows that do not overlap write disjoint positions: multiply straight into place.
+        disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel_size))
+        for p in range(kh):
+            r = p * dilation[0]
+            rows = slice(r, r + stride[0] * (ho - 1) + 1, stride[0])
+            for q in range(kw):
+                s = q * dilation[1]
+                cols = slice(s, s + stride[1] * (wo - 1) + 1, stride[1])
+                hit = which == p * kw + q
+                if disjoint:
+                    xp.multiply(g, hit, out=dxpad[:, :, rows, cols])
+                else:
+                    dxpad[:, :, rows, cols] += g * hit
+        return crop(xp, dxpad, padding, (h, w))
+
+    return max_pool2d_backward
+
+
+def _max_pool_select_kernel(xp: Any) -> Any:
+    def max_pool2d_select(h: Any, which: Any, *, kernel_size: Pair, stride: Pair,
+                          padding: Padding, dilation: Pair) -> Any:
+        win = windows(xp, pad_input(xp, h, padding), kernel_size, stride, dilation,
+                      which.shape[2:])
+        out = xp.zeros(which.shape, dtype=h.dtype)
+        for p in range(kernel_size[0]):
+            for q in range(kernel_size[1]):
+                hit = which == p * kernel_size[1] + q
+                xp.copyto(out, win[:, :, p, q], where=hit)
+        return out
+
+    return max_pool2d_select
+
+
+MAX_POOL2D = Op("nn.max_pool2d", _max_pool_kernel, aux=True, doc="max over 2-d windows")
+MAX_POOL2D_INDICES = Op("nn.max_pool2d_indices", _max_pool_indices_kernel, differentiable=False,
+                        doc="offset p*kw+q of each 2-d window's first max (int64)")
+MAX_POOL2D_BACKWARD = Op("nn.max_pool2d_backward", _max_pool_backward_kernel, save_inputs=False,
+                         doc="g spread back to each window's max position (max_pool2d's vjp)")
+MAX_POOL2D_SELECT = Op("nn.max_pool2d_select", _max_pool_select_kernel, save_inputs=False,
+                       doc="h read at each window's max position (adjoint of the backward)")
+
+
+@MAX_POOL2D.def_grad
+def _max_pool_grad(F: Any, g: Any, out: Any, x: Any, *, saved: Any = None, **geometry: Any
+                   ) -> Any:
+    if saved is not None and not F.differentiable:
+        which = saved[0]
+    else:
+        which = op_in(F, MAX_POOL2D_INDICES)(x, **geometry)
+    return (op_in(F, MAX_POOL2D_BACKWARD)(g, which, input_shape=tuple(x.shape), **geometry),)
+
+
+@MAX_POOL2D_BACKWARD.def_grad
+def _max_pool_backward_grad(F: Any, h: Any, out: Any, g: Any, which: Any, *, input_shape: Any,
+                            **geometry: Any) -> Any:
+    return (op_in(F, MAX_POOL2D_SELECT)(h, which, **geometry), None)
+
+
+@MAX_POOL2D_SELECT.def_grad
+def _max_pool_select_grad(F: Any, g: Any, out: Any, h: Any, which: Any, **geometry: Any) -> Any:
+    return (op_in(F, MAX_POOL2D_BACKWARD)(g, which, input_shape=tuple(h.shape), **geometry),
+            None)
+
+
+def _divisor(xp: Any, shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Padding,
+             count_include_pad: bool, dtype: Any) -> Any:
+    """What each window's sum is divided by: the window's size, or its count of real inputs."""
+    if count_include_pad:
+        return kernel[0] * kernel[1]
+    ho, wo = _out_hw(shape, kernel, stride, padding, (1, 1))
+    ones = pad_input(xp, xp.ones((1, 1) + tuple(shape[2:]), dtype=dtype), padding)
+    return _window_sums(xp, ones, kernel, stride, (ho, wo))
+
+
+def _window_sums(xp: Any, xpad: Any, kernel: Pair, stride: Pair, out_hw: Pair) -> Any:
+    """Sum over each window (N, C, Ho, Wo): kh*kw strided adds (faster than a reduction over a
+    strided view)."""
+    win = windows(xp, xpad, kernel, stride, (1, 1), out_hw)
+    total = win[:, :, 0, 0].copy()
+    for p in range(kernel[0]):
+        for q in range(kernel[1]):
+            if p or q:
+                total += win[:, :, p, q]
+    return total
+
+
+def _avg_pool_kernel(xp: Any) -> Any:
+    def avg_pool2d(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
+                   count_include_pad: bool) -> Any:
+        out_hw = _out_hw(x.shape, kernel_size, stride, padding, (1, 1))
+        total = _window_sums(xp, pad_input(xp, x, padding), kernel_size, stride, out_hw)
+        total /= _divisor(xp, x.shape, kernel_size, stride, padding, count_include_pad, x.dtype)
+        return total
+
+    return avg_pool2d
+
+
+def _avg_pool_grad_kernel(xp: Any) -> Any:
+    def avg_pool2d_grad(g: Any, *, input_shape: tuple[int, ...], kernel_size: Pair, stride: Pair,
+                        padding: Padding, count_include_pad: bool) -> Any:
+        n, c, h, w = input_shape
+        share = g / _divisor(xp, input_shape, kernel_size, stride, padding, count_include_pad,
+                             g.dtype)
+        (pt, pb), (pl, pr) = padding
+        dxpad = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=g.dtype)
+        cols = xp.broadcast_to(share[:, :, None, None], (n, c) + tuple(kernel_size) + g.shape[2:])
+        add_windows(xp, dxpad, cols, stride, (1, 1))
+        return crop(xp, dxpad, padding, (h, w))
+
+    return avg_pool2d_grad
+
+
+AVG_POOL2D = Op("nn.avg_pool2d", _avg_pool_kernel, save_inputs=False,
+                doc="mean over 2-d windows")
+AVG_POOL2D_GRAD = Op("nn.avg_pool2d_grad", _avg_pool_grad_kernel, save_inputs=False,
+                     doc="adjoint of avg_pool2d (spreads each output back over its window)")
+
+
+@AVG_POOL2D.def_grad
+def _avg_pool_grad(F: Any, g: Any, out: Any, x: Any, **attrs: Any) -> Any:
+    return (op_in(F, AVG_POOL2D_GRAD)(g, input_shape=tuple(x.shape), **attrs),)
+
+
+@AVG_POOL2D_GRAD.def_grad
+def _avg_pool_grad_grad(F: Any, h: Any, out: Any, g: Any, *, input_shape: Any,
+                        **attrs: Any) -> Any:
+    return (op_in(F, AVG_POOL2D)(h, **attrs),)

@@ -1,0 +1,28 @@
+"""The layer classes of pullback.nn, one module per family."""
+
+from .activation import (
+    ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh,
+)
+from .attention import MultiHeadAttention, MultiheadAttention
+from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .dropout import Dropout
+from .embedding import Embedding
+from .linear import Bilinear, Linear
+from .loss import (
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, L1Loss,
+    MSELoss, NLLLoss, SmoothL1Loss,
+)
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .shape import Flatten, Identity, Unflatten
+from .transformer import TransformerBlock
+
+__all__ = [
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
+    "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss",
+    "Dropout", "ELU", "Embedding", "Flatten", "GELU", "GaussianNLLLoss", "GroupNorm",
+    "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
+    "LogSoftmax", "MSELoss", "MaxPool2d", "MultiHeadAttention", "MultiheadAttention", "NLLLoss",
+    "RMSNorm", "ReLU", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh",
+    "TransformerBlock", "Unflatten",
+]

@@ -1,0 +1,155 @@
+"""Normalization layers: ``BatchNorm1d``, ``BatchNorm2d``, ``LayerNorm``, ``RMSNorm``,
+``GroupNorm`` (PyTorch's parameters, buffers and defaults)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pullback
+from pullback.tensor import Tensor
+
+from .. import functional as F
+from .. import init
+from .._checks import expect_ndim
+from ..module import Module
+from ..parameter import Parameter
+
+
+def _affine(module: Module, shape: tuple[int, ...], weight: bool, bias: bool, device: Any,
+            dtype: Any) -> None:
+    kw = {"device": device, "dtype": dtype}
+    if weight:
+        module.weight = Parameter(pullback.ones(*shape, **kw))
+    else:
+        module.register_parameter("weight", None)
+    if bias:
+        module.bias = Parameter(pullback.zeros(*shape, **kw))
+    else:
+        module.register_parameter("bias", None)
+
+
+class _BatchNorm(Module):
+    _ndims: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _affine(self, (num_features,), affine, affine, device, dtype)
+        if track_running_stats:
+            kw = {"device": device, "dtype": dtype}
+            self.register_buffer("running_mean", pullback.zeros(num_features, **kw))
+            self.register_buffer("running_var", pullback.ones(num_features, **kw))
+            self.register_buffer("num_batches_tracked",
+                                 pullback.zeros((), dtype="int64", device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batch seen."""
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            self.num_batches_tracked.zero_()
+
+    def forward(self, input: Tensor) -> Tensor:
+        name = type(self).__name__
+        expect_ndim(name, input, self._ndims)
+        if input.shape[1] != self.num_features:
+            from pullback.errors import ShapeError
+
+            raise ShapeError(f"{name}: expected {self.num_features} channels (axis 1), got input "
+                             f"of shape {tuple(input.shape)}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with pullback.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        use_batch = self.training or not self.track_running_stats
+        return F.batch_norm(
+            input,
+            self.running_mean if not self.training or self.track_running_stats else None,
+            self.running_var if not self.training or self.track_running_stats else None,
+            self.weight, self.bias, use_batch, momentum, self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of (N, C) or (N, C, L) per channel."""
+
+    _ndims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of (N, C, H, W) per channel."""
+
+    _ndims = (4,)
+
+
+class LayerNorm(Module):
+    """Normalize over the trailing ``normalized_shape`` axes (the fused ``nn.layer_norm``)."""
+
+    def __init__(self, normalized_shape: Sequence[int] | int, eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        _affine(self, shape, elementwise_affine, elementwise_affine and bias, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class RMSNorm(Module):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing axes (``eps=None``: the
+    dtype's machine epsilon)."""
+
+    def __init__(self, normalized_shape: Sequence[int] | int, eps: float | None = None,
+                 elementwise_affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        _affine(self, shape, elementwise_affine, False, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalize (N, C, *) over groups of channels, then a per-channel affine map."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_groups ({num_groups}) must divide num_channels "
+                             f"({num_channels})")
+        self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
+                                                                     eps, affine)
+        _affine(self, (num_channels,), affine, affine, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
