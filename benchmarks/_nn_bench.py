@@ -1,14 +1,14 @@
-"""Shared timing for the nn benchmarks: the same step in pullback and PyTorch, one process,
-interleaved
-blocks of steps, the fastest block of each side."""
+"""Shared pieces of the nn benchmarks (on top of _common.py): interleaved timing of the same step
+in pullback and PyTorch, and identical starting weights."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Callable
 
 import numpy as np
+
+from _common import emit
 
 
 def time_pair(ours: Callable[[], object], theirs: Callable[[], object], warmup: int = 5,
@@ -28,23 +28,11 @@ def time_pair(ours: Callable[[], object], theirs: Callable[[], object], warmup: 
     return best[0], best[1]
 
 
-def report(name: str, ours: float, torch_time: float, target: float, **extra: object) -> dict:
-    """Print one JSON line with both times (ms), the ratio and the target; return it."""
-    row = {"benchmark": name, "pullback_ms": round(ours * 1e3, 3),
-           "torch_ms": round(torch_time * 1e3, 3), "ratio": round(ours / torch_time, 3),
-           "target_ratio": target, "meets_target": ours / torch_time <= target, **extra}
-    print(json.dumps(row), flush=True)
-    return row
-
-
-def torch_setup():
-    """Import torch with 2 threads (these machines' core count) or explain how to get it."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        raise SystemExit("these benchmarks compare against PyTorch: pip install torch==2.13.0")
-    torch.set_num_threads(2)
-    return torch
+def report(name: str, ours: float, torch_time: float, target: float, **extra: object) -> None:
+    """One JSON line with both times (ms), the ratio and whether it meets ``target``."""
+    emit(benchmark=name, pullback_ms=round(ours * 1e3, 3), torch_ms=round(torch_time * 1e3, 3),
+         ratio=round(ours / torch_time, 3), target_ratio=target,
+         meets_target=ours / torch_time <= target, **extra)
 
 
 def same_weights(pb_model, torch_model) -> None:

@@ -31,7 +31,7 @@ def torch_or_exit() -> Any:
         import torch
     except ImportError:
         print(json.dumps({"skipped": "torch is not installed (pip install torch==2.13.0)"}))
-        raise SystemExit(0)
+        raise SystemExit(0) from None
     torch.set_num_threads(2)
     return torch
 

@@ -10,7 +10,8 @@ import pullback
 import pullback.nn.functional as F
 from pullback import nn, optim
 
-from _nn_bench import report, rng_batch, same_weights, time_pair, torch_setup
+from _common import torch_or_exit
+from _nn_bench import report, rng_batch, same_weights, time_pair
 
 TARGET = 1.5
 
@@ -23,7 +24,7 @@ def build(mod):
 
 
 def main() -> None:
-    torch = torch_setup()
+    torch = torch_or_exit()
     x_np, y_np = rng_batch((64, 1, 28, 28), 10)
     t_model = build(torch.nn)
     t_opt = torch.optim.SGD(t_model.parameters(), lr=0.01)

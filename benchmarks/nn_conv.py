@@ -12,13 +12,14 @@ import numpy as np
 import pullback
 import pullback.nn.functional as F
 
-from _nn_bench import report, time_pair, torch_setup
+from _common import torch_or_exit
+from _nn_bench import report, time_pair
 
 TARGET = 2.0
 
 
 def main() -> None:
-    torch = torch_setup()
+    torch = torch_or_exit()
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((32, 64, 32, 32)).astype(np.float32)
     w_np = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)

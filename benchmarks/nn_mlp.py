@@ -10,13 +10,14 @@ import pullback
 import pullback.nn.functional as F
 from pullback import nn, optim
 
-from _nn_bench import report, rng_batch, same_weights, time_pair, torch_setup
+from _common import torch_or_exit
+from _nn_bench import report, rng_batch, same_weights, time_pair
 
 TARGET = 1.2
 
 
 def main() -> None:
-    torch = torch_setup()
+    torch = torch_or_exit()
     x_np, y_np = rng_batch((128, 784), 10)
 
     t_model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),

@@ -302,11 +302,22 @@ def test_mode_is_removed_after_an_error():
     assert state.modes == []
 
 
-def test_float16_overflowing_sum_of_finite_values_is_not_an_anomaly():
-    x = pb.tensor(np.full(8, 60000.0, dtype=np.float16))
+def test_overflowing_sum_of_finite_values_is_not_an_anomaly():
+    x = pb.tensor(np.full(8, 3e38, dtype=np.float32))
     with detect_anomaly():
-        y = x * 1.0  # every value finite; their float16 sum overflows
-    assert y.dtype == np.float16
+        y = x * 1.0  # every value finite; their sum overflows float32
+    assert np.isfinite(y.numpy()).all()
+
+
+def test_float16_checks_do_not_overflow_and_still_catch_inf():
+    x = pb.tensor(np.full(8, 60000.0, dtype=np.float16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a float16 sum would overflow and warn
+        with detect_anomaly():
+            x * 1.0
+    with pytest.raises(AnomalyError, match="op 'mul' produced Inf from finite inputs"):
+        with detect_anomaly():
+            x * 2.0  # 120000 does not fit float16
 
 
 def test_integer_ops_are_not_checked():

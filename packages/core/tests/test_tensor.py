@@ -249,3 +249,8 @@ def test_missing_cuda_package_names_distribution():
         pytest.skip("pullback-cuda is installed here")
     with pytest.raises(pb.errors.MissingPackageError, match="pip install pullback-cuda"):
         pb.zeros(2, device="cuda")
+
+
+def test_as_tensor_of_numpy_scalar():
+    t = pb.as_tensor(np.float32(2.0))
+    assert t.dtype == pb.float32 and t.item() == 2.0

@@ -15,10 +15,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # philox_reference, the NumPy oracle
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cuda: needs a usable CUDA device (skipped otherwise)")
-
-
 @pytest.fixture(scope="session")
 def nvcc() -> str:
     """The nvcc executable (the CUDA sources are compiled with it on machines without a GPU)."""

@@ -9,11 +9,12 @@ import re
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pullback.cuda._kernels import _source, adamw, layer_norm, matmul, philox
 from pullback.cuda._kernels._rows import row_threads
-from pullback.cuda._kernels._source import MODULES, entry_points, source
+from pullback.cuda._kernels._source import MODULES, check_args, entry_points, source
 
 ARCHS = ("sm_90", "sm_80")
 
@@ -70,7 +71,7 @@ def test_launchers_use_every_kernel_and_only_existing_ones():
     called = set()
     for module in MODULES:
         text = (_source.KERNEL_DIR / f"{module}.py").read_text()
-        called |= {(m, n) for m, n in re.findall(r'function\("(\w+)", "(\w+)"\)', text)}
+        called |= set(re.findall(r'launch\("(\w+)", "(\w+)"', text))
     for dtype, a_t, b_t, aligned in itertools.product(matmul.DTYPES, (False, True),
                                                       (False, True), (False, True)):
         plan = matmul.plan_matmul((8, 8), matmul.Operand(a_t, 8, 0), (8, 8),
@@ -103,3 +104,31 @@ def test_sources_need_no_toolkit_headers(module):
     code = re.sub(r"//[^\n]*", "", source(module))
     assert "#include <" not in code
     assert '#include "' not in code  # local headers are pasted in
+
+
+def test_argument_builders_fit_the_c_signatures():
+    """CuPy passes kernel arguments as given: a Python int or a float64 where the kernel takes
+    an int or a float would be read as garbage. The builders' tuples must fit exactly."""
+    a, b = np.zeros((8, 16), np.float32), np.zeros((16, 4), np.float32)
+    plan = matmul.plan_matmul(a.shape, matmul.Operand(False, 16, 0), b.shape,
+                              matmul.Operand(False, 4, 0), "float32", True)
+    check_args("matmul", plan.kernel, matmul.kernel_args(plan, a, b, np.zeros((8, 4), np.float32)))
+    p = np.zeros(10, np.float32)
+    for vmax in (None, p.copy()):
+        check_args("adamw", "adam_step", adamw.kernel_args(
+            p, p, p, p, vmax, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01,
+            step=3, decoupled=True, maximize=False))
+
+
+def test_check_args_catches_wrong_widths_counts_and_dtypes():
+    x = np.zeros(4, np.float32)
+    check_args("softmax", "softmax_forward", (x, x, np.int32(4)))
+    with pytest.raises(TypeError, match="parameter 2 \\(int\\) needs numpy.int32, got int"):
+        check_args("softmax", "softmax_forward", (x, x, 4))
+    with pytest.raises(TypeError, match="3 parameters, 2 arguments"):
+        check_args("softmax", "softmax_forward", (x, x))
+    with pytest.raises(TypeError, match="needs float32, got float64"):
+        check_args("softmax", "softmax_forward", (x, x.astype(np.float64), np.int32(4)))
+    with pytest.raises(TypeError, match="unsigned long long.*needs numpy.uint64"):
+        check_args("philox", "philox4x32_10", (np.zeros(4, np.uint32), np.int64(1),
+                                               np.int64(0), np.uint64(0)))

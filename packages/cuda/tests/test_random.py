@@ -14,6 +14,7 @@ import pullback as pb
 from pullback import plugins
 from pullback.cuda._random import PhiloxGenerator
 from pullback.device import Backend
+from pullback.hookspecs import hookimpl
 
 from philox_reference import philox4x32_10, philox_blocks
 
@@ -69,6 +70,14 @@ def test_standard_normal_is_normal(dtype):
     assert z.dtype == dtype and z.shape == (100_001,)
     assert abs(z.mean()) < 0.01 and abs(z.std() - 1.0) < 0.01
     assert stats.kstest(z.astype(np.float64), "norm").pvalue > 1e-3
+
+
+def test_uniform_and_normal_take_numpy_arguments():
+    u = _gen(8).uniform(-2.0, 3.0, size=(50_000,))
+    assert u.dtype == np.float64 and u.min() >= -2.0 and u.max() < 3.0
+    assert abs(u.mean() - 0.5) < 0.05
+    z = _gen(8).normal(1.0, 0.5, size=(50_000,))
+    assert abs(z.mean() - 1.0) < 0.01 and abs(z.std() - 0.5) < 0.01
 
 
 def test_integers_cover_the_range_uniformly():
@@ -130,7 +139,7 @@ class _Plugin:
     pullback_hook_api = "1.0"
 
     @staticmethod
-    @pb.plugins.hookspecs.hookimpl
+    @hookimpl
     def register_backends(register):
         register(_PhiloxCPU())
 

@@ -43,7 +43,7 @@ def _array_from(data: Any, dtype: Any, device: Any, copy: bool = True) -> tuple[
     from_python = not isinstance(data, (np.ndarray, np.generic))
     if from_python and _holds_tensors(data):
         data = [_host(x) for x in data]
-    host = np.array(data, copy=copy) if not from_python else np.asarray(data)
+    host = np.array(data, copy=True) if copy and not from_python else np.asarray(data)
     if host.dtype == object:
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} of mixed types")
     dt = to_dtype(dtype) if dtype is not None else _infer_dtype(host, from_python)

@@ -129,7 +129,7 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
     if op.aux:
         out, saved = out
     if out.__class__ is not device.array_type:
-        out = device.backend.asarray(out)
+        out = device.backend.asarray(out, index=device.index or 0)
 
     t = Tensor.__new__(Tensor)
     t.data = out

@@ -93,8 +93,17 @@ def _pow_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any
             gx = F.where(F.equal(y, 0), 0.0, g * y * F.pow(x, y - 1))
     if needs[1]:
         # out * log(x); where x == 0 and y >= 0 the true derivative is 0, not nan.
-        safe = F.where(F.equal(x, 0), 1.0, x)
-        gy = F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0, g * out * F.log(safe))
+        if isinstance(x, (int, float)):
+            # A number base stays a number: ops on numbers alone would make tensors on the
+            # default device, which a create_graph backward on another device cannot mix in.
+            log_x = math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+            gy = g * out * log_x
+            if x == 0:
+                gy = F.where(F.greater_equal(y, 0), 0.0, gy)
+        else:
+            safe = F.where(F.equal(x, 0), 1.0, x)
+            gy = F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0,
+                         g * out * F.log(safe))
     return gx, gy
 
 

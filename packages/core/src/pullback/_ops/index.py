@@ -183,7 +183,7 @@ def normalize_key(x: Any, key: Any) -> tuple[tuple[Any, ...], bool]:
             arr = np.asarray(k)
             if arr.dtype.kind not in "biu":
                 raise DTypeError(f"index: arrays used as indices must be integer or bool, got {arr.dtype}")
-            out.append(x.device.backend.asarray(arr))
+            out.append(x.device.backend.asarray(arr, index=x.device.index or 0))
             advanced = True
         elif isinstance(k, (np.integer,)):
             out.append(int(k))
@@ -310,4 +310,5 @@ def _as_index_tensor(x: Any, index: Any) -> Any:
     Tensor = _tensor_cls()
     if isinstance(index, Tensor):
         return index
-    return Tensor._wrap(x.device.backend.asarray(np.asarray(index)), x.device)
+    return Tensor._wrap(x.device.backend.asarray(np.asarray(index), index=x.device.index or 0),
+                        x.device)

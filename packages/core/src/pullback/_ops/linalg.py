@@ -13,7 +13,13 @@ from ._declare import declare
 
 def _matmul_kernel(xp: Any) -> Any:
     def matmul(x: Any, y: Any) -> Any:
-        out = xp.matmul(x, y)
+        if x.ndim > 2 and y.ndim == 2:
+            # A stack of matrices times one matrix is one GEMM over the folded rows; NumPy would
+            # loop over the stack (measured 20-40x slower for (32, 64, 128) @ (128, 384)).
+            rows = xp.matmul(x.reshape(-1, x.shape[-1]), y)
+            out = rows.reshape(x.shape[:-1] + (y.shape[-1],))
+        else:
+            out = xp.matmul(x, y)
         # ml_dtypes' bfloat16 matmul accumulates and returns float32: round back (PyTorch too
         # accumulates bfloat16 products in float32).
         return out if out.dtype == x.dtype else out.astype(xp.result_type(x, y), copy=False)
@@ -39,7 +45,13 @@ def _matmul_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> Any:
     if needs[0]:
         gx = _fit(F, F.matmul(g2, F.swapaxes(y2, a=-1, b=-2)), x2, x)
     if needs[1]:
-        gy = _fit(F, F.matmul(F.swapaxes(x2, a=-1, b=-2), g2), y2, y)
+        if y2.ndim == 2 and x2.ndim > 2:
+            # One matrix shared by a stack: fold the stack into rows, one GEMM, no reduction.
+            rows = F.reshape(x2, shape=(-1, x2.shape[-1]))
+            grads = F.reshape(g2, shape=(-1, g2.shape[-1]))
+            gy = _fit(F, F.matmul(F.swapaxes(rows, a=-1, b=-2), grads), y2, y)
+        else:
+            gy = _fit(F, F.matmul(F.swapaxes(x2, a=-1, b=-2), g2), y2, y)
     return gx, gy
 
 
@@ -103,7 +115,7 @@ EINSUM = declare(Op("einsum", _einsum_kernel, doc="Einstein summation"))
 def _einsum_grad(F: Any, g: Any, out: Any, *operands: Any, equation: str, needs: Any) -> Any:
     lhs, output = equation.split("->")
     subs = lhs.split(",")
-    grads = []
+    grads: list[Any] = []
     for i, sub in enumerate(subs):
         if not needs[i]:
             grads.append(None)

@@ -97,6 +97,9 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
 
             raise DeviceError(f"__setitem__: tensor on {t.device}, value on {value.device}")
         value = value.data
+    elif not isinstance(value, (bool, int, float, complex)):
+        # Lists and host arrays go to the tensor's device first (CuPy takes no NumPy values).
+        value = t.device.backend.asarray(value, index=t.device.index or 0)
     try:
         t.data[nkey] = value
     except IndexError as exc:

@@ -344,6 +344,7 @@ def std(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = Fal
     """Standard deviation: ``sqrt(var(...))``."""
     from .elementwise import sqrt
 
+    _checked_axis(x, axis, dim, "std")
     return sqrt(var(x, axis, correction=correction, keepdims=keepdims, dim=dim,
                     keepdim=keepdim, unbiased=unbiased))
 

@@ -350,5 +350,6 @@ def _index_pad(x: Any, axis: int, lo: int, hi: int, mode: str) -> Any:
         pos = pos % n
     from ..tensor import Tensor
 
-    idx = Tensor._wrap(x.device.backend.asarray(pos.astype(np.int64)), x.device)
+    idx = Tensor._wrap(x.device.backend.asarray(pos.astype(np.int64), index=x.device.index or 0),
+                       x.device)
     return index_select(x, axis, idx)

@@ -82,7 +82,8 @@ def _root_gradient(root: Tensor, gradient: Any, index: int) -> Any:
     if isinstance(gradient, Tensor):
         g = gradient
     else:
-        g = Tensor._wrap(root.device.backend.asarray(gradient, dtype=root.dtype), root.device)
+        g = Tensor._wrap(root.device.backend.asarray(gradient, dtype=root.dtype,
+                                                     index=root.device.index or 0), root.device)
     if tuple(g.shape) != tuple(root.shape):
         raise ShapeError(
             f"backward: gradient {index} has shape {tuple(g.shape)} but its output has shape "

@@ -8,6 +8,7 @@ only once something is wrong.
 
 from __future__ import annotations
 
+import cmath
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -21,18 +22,21 @@ FLOAT_KINDS = frozenset("fcV")
 def all_finite(array: Any) -> bool:
     """Whether every element of a backend array (NumPy, CuPy...) is finite.
 
-    One summation pass (NaN and Inf survive a sum); only when the sum itself is not finite is
-    the elementwise test run, which tells real NaN/Inf from an overflowing sum of large values.
+    One summation pass (NaN and Inf survive a sum; an empty sum is 0); only when the sum itself
+    is not finite is the elementwise test run, which tells real NaN/Inf from an overflowing sum
+    of large finite values.
     """
-    if array.dtype.kind not in FLOAT_KINDS or array.size == 0:
+    kind = array.dtype.kind
+    if kind not in FLOAT_KINDS:
         return True
-    total = array.sum()
-    if math.isfinite(abs(complex(total)) if array.dtype.kind == "c" else float(total)):
+    # Half-precision sums are taken in float32: they would overflow (and warn) on ordinary data.
+    total = array.sum(dtype="float32") if array.dtype.itemsize == 2 else array.sum()
+    if (cmath.isfinite if kind == "c" else math.isfinite)(total):
         return True
-    return bool(_xp(array).isfinite(array).all())
+    return bool(xp_of(array).isfinite(array).all())
 
 
-def _xp(array: Any) -> Any:
+def xp_of(array: Any) -> Any:
     """The array namespace of ``array`` (``numpy`` or the module that made it, e.g. CuPy)."""
     if isinstance(array, np.ndarray):
         return np
@@ -64,14 +68,15 @@ class ArrayStats:
 
     def __str__(self) -> str:
         head = f"shape {self.shape} {self.dtype}"
-        if self.finite_min is None:
-            rng = "no finite element"
-        else:
+        if self.finite_min is not None:
             rng = f"min {self.finite_min:.4g}, max {self.finite_max:.4g}"
+            rng = rng if self.finite else "finite " + rng
+        else:
+            rng = "no elements" if self.finite else "no finite element"
         if self.finite:
             return f"{head}, {rng}"
         infs = f"{self.inf} Inf" + (f" (+{self.posinf}/-{self.neginf})" if self.inf else "")
-        return f"{head}, {self.nan} NaN, {infs}, finite {rng}"
+        return f"{head}, {self.nan} NaN, {infs}, {rng}"
 
 
 def array_stats(array: Any, to_host: Any = None) -> ArrayStats:

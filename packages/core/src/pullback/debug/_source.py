@@ -14,36 +14,62 @@ from types import CodeType, FrameType
 
 Frames = tuple[tuple[CodeType, int], ...]
 
-# Deep enough to reach the user's line through nn modules and composite ops.
-STACK_LIMIT = 32
+# Frames of user code kept per op: the creation line and the callers shown under it.
+USER_FRAMES = 6
+# A bound on the walk through pullback's own frames (nested modules, composite ops).
+STACK_LIMIT = 64
+
+_inside_pullback: dict[CodeType, bool] = {}  # per code object: is it pullback's own code?
+_dirs: tuple[str, ...] = ()
+_dirs_from: list[str] = []
+
+
+def _pullback_dirs() -> tuple[str, ...]:
+    """The folders of the pullback package (plugins may extend ``pullback.__path__`` after
+    import: the answer is rebuilt when it changes)."""
+    global _dirs, _dirs_from
+    import pullback
+
+    paths = list(pullback.__path__)
+    if paths != _dirs_from:
+        _dirs_from = paths
+        _dirs = tuple(os.path.join(os.path.abspath(p), "") for p in paths)
+        _inside_pullback.clear()
+    return _dirs
+
+
+def _is_pullback(code: CodeType) -> bool:
+    inside = _inside_pullback.get(code)
+    if inside is None:
+        inside = _inside_pullback[code] = os.path.abspath(code.co_filename).startswith(
+            _pullback_dirs())
+    return inside
 
 
 def capture_stack(skip: int = 1) -> Frames:
-    """The calling stack, innermost first, without the ``skip`` innermost frames."""
+    """The calling stack, innermost first, without the ``skip`` innermost frames.
+
+    The walk stops after :data:`USER_FRAMES` frames of user code: that is all an error shows.
+    """
     frame: FrameType | None = sys._getframe(skip + 1)
     frames: list[tuple[CodeType, int]] = []
+    append = frames.append
+    users = USER_FRAMES
     while frame is not None and len(frames) < STACK_LIMIT:
-        frames.append((frame.f_code, frame.f_lineno))
+        code = frame.f_code
+        append((code, frame.f_lineno))
+        if not _is_pullback(code):
+            users -= 1
+            if users == 0:
+                break
         frame = frame.f_back
     return tuple(frames)
 
 
-def _pullback_dirs() -> tuple[str, ...]:
-    # Read on every call (failure paths only): plugins extend pullback.__path__ after import.
-    import pullback
-
-    return tuple(os.path.join(os.path.abspath(p), "") for p in pullback.__path__)
-
-
 def user_frames(frames: Frames) -> list[tuple[str, int, str]]:
     """``(file, line, function)`` of the frames outside pullback, innermost first."""
-    inside = _pullback_dirs()
-    out = []
-    for code, line in frames:
-        path = os.path.abspath(code.co_filename)
-        if not path.startswith(inside):
-            out.append((code.co_filename, line, code.co_name))
-    return out
+    return [(code.co_filename, line, code.co_name) for code, line in frames
+            if not _is_pullback(code)]
 
 
 def source_line(filename: str, line: int) -> str:
@@ -51,7 +77,7 @@ def source_line(filename: str, line: int) -> str:
     return linecache.getline(filename, line).strip()
 
 
-def describe_origin(frames: Frames, indent: str = "  ", depth: int = 6) -> str:
+def describe_origin(frames: Frames, indent: str = "  ", depth: int = USER_FRAMES) -> str:
     """"created at FILE:LINE in FUNC" with the source line and the user frames above it."""
     mine = user_frames(frames)
     if not mine:

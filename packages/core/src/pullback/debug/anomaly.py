@@ -22,13 +22,17 @@ With the mode off nothing of this runs: it is a :class:`~pullback.dispatch.Dispa
 from __future__ import annotations
 
 import inspect
+import sys
+from types import FrameType
 from typing import Any
 
 from ..dispatch import DispatchMode, apply, state
 from ..errors import AnomalyError
 from ..registry import Op
 from ..tensor import Tensor
-from ._arrays import FLOAT_KINDS, all_finite, array_stats, describe_value, scalar_is_infinite
+from ._arrays import (
+    all_finite, array_stats, describe_value, scalar_is_infinite, xp_of,
+)
 from ._source import Frames, capture_stack, describe_origin
 
 META_KEY = "creation_stack"
@@ -44,18 +48,14 @@ class AnomalyMode(DispatchMode):
         out = apply(op, *args, **attrs)
         if out.__class__ is not Tensor:
             return out
-        data = out.data
-        if data.dtype.kind in FLOAT_KINDS and not all_finite(data):
+        if not all_finite(out.data):
             self._check_forward(op, args, attrs, out)
-        node = out._node
-        if node is not None:
-            if node.meta is None:
-                node.meta = {}
-            node.meta[META_KEY] = capture_stack(skip=2)
+        if out._node is not None:
+            _remember_creation(out._node)
         return out
 
     def on_function_node(self, node: Any) -> None:
-        node.meta = {META_KEY: capture_stack(skip=2)}
+        _remember_creation(node)
 
     def on_backward_start(self, node: Any, grad_in: Any) -> None:
         self._backward_node = node
@@ -72,14 +72,12 @@ class AnomalyMode(DispatchMode):
     # -- forward -------------------------------------------------------------------------------
     def _check_forward(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any],
                        out: Tensor) -> None:
-        to_host = out.device.backend.to_host
-        out_stats = array_stats(out.data, to_host)
-        in_stats = [array_stats(a.data, to_host) if isinstance(a, Tensor) else None for a in args]
-        given_inf = any(s is not None and s.inf for s in in_stats) or any(
-            scalar_is_infinite(a) for a in (*args, *attrs.values()))
-        if out_stats.nan == 0 and given_inf:
+        if not _has_nan(out.data) and _given_inf(args, attrs):
             return  # an infinity carried forward (a -inf mask), not made here
-        raise _forward_error(op, args, attrs, out_stats, in_stats, to_host,
+        to_host = out.device.backend.to_host
+        in_stats = [None if _array_of(a) is None else array_stats(_array_of(a), to_host)
+                    for a in args]
+        raise _forward_error(op, args, attrs, array_stats(out.data, to_host), in_stats, to_host,
                              self._running_backward())
 
     def _running_backward(self) -> Any:
@@ -88,11 +86,47 @@ class AnomalyMode(DispatchMode):
         return node if node is not None and _inside_engine() else None
 
 
+def _remember_creation(node: Any) -> None:
+    """Keep the creation stack in ``node.meta`` (pullback's own frames are left out when it is
+    shown, so skipping exactly to the user's frame is not needed)."""
+    stack = capture_stack(skip=2)
+    if node.meta is None:
+        node.meta = {META_KEY: stack}
+    else:
+        node.meta[META_KEY] = stack
+
+
+def _has_nan(array: Any) -> bool:
+    return bool(xp_of(array).isnan(array).any())
+
+
+def _array_of(value: Any) -> Any:
+    """The array behind an op argument (a Tensor's data, or a raw array), else None."""
+    if isinstance(value, Tensor):
+        return value.data
+    return value if hasattr(value, "dtype") and hasattr(value, "shape") else None
+
+
+def _given_inf(args: tuple[Any, ...], attrs: dict[str, Any]) -> bool:
+    """Whether an input (a tensor, an array or scalar operand, an attribute) already holds an
+    infinity."""
+    for value in (*args, *attrs.values()):
+        array = _array_of(value)
+        if (not all_finite(array)) if array is not None else scalar_is_infinite(value):
+            return True
+    return False
+
+
 def _inside_engine() -> bool:
     """Whether the backward engine is on the current call stack (checked on failure only)."""
     from ..autograd.engine import run_backward
 
-    return any(code is run_backward.__code__ for code, _ in capture_stack())
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is run_backward.__code__:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _forward_error(op: Op, args: tuple[Any, ...], attrs: dict[str, Any], out_stats: Any,
@@ -121,7 +155,12 @@ def _forward_error(op: Op, args: tuple[Any, ...], attrs: dict[str, Any], out_sta
         lines.append(f"  attributes: {shown}")
     for i in already:
         source = args[i]
-        kind = "a leaf tensor" if source._node is None else f"made by op '{source._node.name}'"
+        if not isinstance(source, Tensor):
+            kind = "an array operand"
+        elif source._node is None:
+            kind = "a leaf tensor"
+        else:
+            kind = f"made by op '{source._node.name}'"
         lines.append(
             f"  note: input {i} ({kind}) was already non-finite before this op; no op watched by "
             "anomaly mode produced it: it comes from data, a parameter, or a computation made "

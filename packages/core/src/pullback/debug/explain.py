@@ -19,8 +19,9 @@ from .watch import DEAD_BELOW, ActivationStats, LayerScale, parameter_owners, wa
 # A parameter whose gradient RMS is below this fraction of the largest one in the model learns
 # that many times slower: vanishing (healthy nets stay well within a 1000x spread).
 VANISHING_RATIO = 1e-3
-# One step that changes a tensor by more than this fraction of its norm is destructive
-# (healthy training moves weights by ~1e-3 of their norm per step).
+# One step that changes a weight matrix by more than this fraction of its norm is destructive
+# (healthy training moves weights by ~1e-3 of their norm per step). Not applied to vectors:
+# biases start at or near zero, so their ratio says little.
 EXPLODING_UPDATE_RATIO = 1e-1
 # A layer whose output spreads this much wider than its input, to beyond this standard
 # deviation, has weights too large for its fan-in.
@@ -249,7 +250,8 @@ def _gradient_findings(params: list[ParamStats], causes: list[Finding]) -> list[
             findings.append(Finding("vanishing", p.name, p.layer,
                                     f"{p.name}: the gradient is exactly zero: it does not "
                                     f"learn{why}."))
-        elif p.update_ratio is not None and p.update_ratio > EXPLODING_UPDATE_RATIO:
+        elif (len(p.shape) >= 2 and p.update_ratio is not None
+              and p.update_ratio > EXPLODING_UPDATE_RATIO):
             findings.append(Finding("exploding", p.name, p.layer,
                                     f"{p.name}: |grad| = {p.grad_norm:.3g}; one step at "
                                     f"lr={p.lr:g} would change it by {p.update_ratio:.3g} x "

@@ -159,13 +159,14 @@ def format_graph(tensor: Tensor, names: Any = None, max_depth: int | None = None
     table = _name_table(names)
     numbers: dict[Any, int] = {}
     lines: list[str] = []
-    distinct: dict[str, set[int]] = {"leaf": set(), "constant": set(), "scalar": set()}
+    distinct: dict[str, set[int]] = {"leaf": set(), "constant": set()}  # ids of tensors
     # (input, prefix for its own line, prefix for its children, depth)
     stack: list[tuple[_Input, str, str, int]] = [(_root_input(tensor), "", "", 0)]
     while stack:
         inp, head, tail, depth = stack.pop()
         if inp.kind != "node":
-            distinct[inp.kind].add(id(inp.tensor))
+            if inp.kind in distinct:
+                distinct[inp.kind].add(id(inp.tensor))
             lines.append(head + _leaf_text(inp, table))
             continue
         node = inp.node
@@ -204,9 +205,10 @@ def visualize(tensor: Tensor, names: Any = None, max_depth: int | None = None) -
 
     Example::
 
+        >>> import pullback
         >>> x = pullback.tensor([1.0, 2.0], requires_grad=True)
         >>> _ = visualize((x * x).sum(), names={"x": x})
-        graph of () float32: 2 ops, 2 leaf inputs requiring grad, 0 constant inputs
+        graph of () float32: 2 ops, 1 leaves requiring grad, 0 constant tensors
         [1] sum -> () float32
         └── [2] mul -> (2,) float32
             ├── x: leaf (2,) float32 requires_grad

@@ -35,22 +35,35 @@ def test_bad_input_raises_the_same_error(error: tuple[OpRecord, ErrorCase],
     conformance.check_error(conformance_device, *error)
 
 
-def test_to_the_device_and_back_keeps_values_dtype_and_gradient(dtype: str,
-                                                                 conformance_device: Any) -> None:
+def test_to_the_device_and_back_keeps_values_and_dtype(dtype: str, conformance_device: Any) -> None:
     import pullback as pb
 
-    host = values((2, 3), pb.dtypes.to_dtype(dtype), np.random.default_rng(0))
-    x = pb.tensor(host)
+    x = pb.tensor(values((2, 3), pb.dtypes.to_dtype(dtype), np.random.default_rng(0)))
     moved = x.to(conformance_device)
     assert moved.device == conformance_device and moved.dtype == x.dtype
     back = moved.to("cpu")
     assert back.dtype == x.dtype
     np.testing.assert_array_equal(np.asarray(back), np.asarray(x))
-    if pb.dtypes.is_floating(x.dtype):
-        x.requires_grad_(True)
-        (x.to(conformance_device) * 3).sum().backward()
-        assert x.grad.device == x.device
-        np.testing.assert_array_equal(np.asarray(x.grad, dtype=np.float64), np.full((2, 3), 3.0))
+
+
+# Core bug, reported: Function (behind .to(device)) treats bfloat16 outputs as non-differentiable
+# (autograd/function.py checks dtype.kind == "f"). Strict: this fails loudly once it is fixed.
+_BF16_FUNCTION_BUG = pytest.mark.xfail(
+    strict=True, reason="core: autograd Function outputs of dtype bfloat16 carry no gradient")
+
+
+@pytest.mark.parametrize("float_dtype", [
+    "float16", pytest.param("bfloat16", marks=_BF16_FUNCTION_BUG), "float32", "float64"])
+def test_gradients_flow_back_through_to(float_dtype: str, conformance_device: Any,
+                                        pytestconfig: pytest.Config) -> None:
+    import pullback as pb
+
+    if float_dtype not in conformance.dtypes(pytestconfig):
+        pytest.skip(f"{float_dtype} is not among --conformance-dtypes")
+    x = pb.ones(2, 3, dtype=float_dtype, requires_grad=True)
+    pb.sum(x.to(conformance_device) * 3).backward()
+    assert x.grad is not None and x.grad.device == x.device
+    np.testing.assert_array_equal(np.asarray(x.grad, dtype=np.float64), np.full((2, 3), 3.0))
 
 
 def test_mixing_devices_in_one_op_is_a_device_error(conformance_device: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from .opdb import BoundSample, PullbackFactory, TensorFactory
+from .opdb import BoundSample, ErrorCase, OpRecord, PullbackFactory, Sample, TensorFactory
 
 # (rtol, atol) per dtype: float64 is held to 1e-10; the others to a few units in their last place.
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -77,7 +77,9 @@ def flatten_outputs(out: Any) -> list[Any]:
 class Framework(Protocol):
     """What running a sample needs from a framework (pullback on a device, or PyTorch)."""
 
-    factory: TensorFactory
+    @property
+    def factory(self) -> TensorFactory:
+        """Makes the framework's tensors from NumPy arrays."""
 
     def grad(self, outputs: Sequence[Any], inputs: Sequence[Any], grad_outputs: Sequence[Any] | None,
              create_graph: bool) -> Sequence[Any]:
@@ -272,3 +274,22 @@ def compare_runs(actual: Run, expected: Run, *, dtype_note: str = "",
             _compare_arrays(out, "double backward", f"double backward, argument {k}", a, e,
                             "float64", overrides)
     return out
+
+
+def error_case_problem(record: OpRecord, case: ErrorCase, device: Any = "cpu",
+                       check_message: bool = True) -> str | None:
+    """Run a bad-input case on ``device``; ``None`` when it raised the expected error type
+    (with a message matching ``case.match`` when ``check_message``), else what went wrong."""
+    import re
+
+    bound = Sample(case.args, case.kwargs).bind(PullbackFactory(device), differentiable=False)
+    try:
+        bound.call(record.fn)
+    except case.error as exc:
+        if check_message and not re.search(case.match, str(exc)):
+            return f"{case.error.__name__} raised, but its message {str(exc)!r} does not match " \
+                   f"{case.match!r}"
+        return None
+    except Exception as exc:  # noqa: BLE001 - reported with its type
+        return f"expected {case.error.__name__}, got {type(exc).__name__}: {exc}"
+    return f"expected {case.error.__name__}, nothing was raised"

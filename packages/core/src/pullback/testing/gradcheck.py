@@ -226,8 +226,9 @@ def gradcheck(fn: Callable[..., Any], inputs: Inputs, *, eps: float = 1e-6, atol
     return result.passed
 
 
-def vector_jacobian_product(fn: Callable[..., Any], inputs: Inputs, grad_outputs: Sequence[Tensor] | None = None,
-                seed: int = 0) -> tuple[Callable[..., Any], tuple[Any, ...], list[str]]:
+def vector_jacobian_product(fn: Callable[..., Any], inputs: Inputs,
+                            grad_outputs: Sequence[Tensor] | None = None, seed: int = 0
+                            ) -> tuple[Callable[..., Any], tuple[Any, ...], list[str]]:
     """The vector-Jacobian product of ``fn`` as a function to gradcheck (second order).
 
     Returns ``(vjp, vjp_inputs, names)``: ``vjp(*inputs, *grad_outputs)`` gives the gradients

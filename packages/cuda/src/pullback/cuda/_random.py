@@ -7,8 +7,9 @@ The raw blocks come from a function passed in (the CUDA kernel in :mod:`._kernel
 tests pass a NumPy implementation and check that both give the same bits); the methods below turn
 them into samples with array operations of any NumPy-compatible namespace ``xp``.
 
-Only what :mod:`pullback.creation` calls is provided: ``random``, ``standard_normal``,
-``integers`` and ``permutation``.
+The methods that pullback's packages call are provided: ``random``, ``standard_normal``,
+``integers`` and ``permutation`` (:mod:`pullback.creation`), ``uniform`` and ``normal``
+(``pullback.nn.init``), with NumPy's signatures and defaults.
 """
 
 from __future__ import annotations
@@ -113,6 +114,14 @@ class PhiloxGenerator:
             angle = dt.type(2.0 * math.pi) * u[1::2]
             z = xp.concatenate([radius * xp.cos(angle), radius * xp.sin(angle)])
             return z[:n].reshape(shape)
+
+    def uniform(self, low: float = 0.0, high: float = 1.0, size: Any = None) -> Any:
+        """Floats (float64, as NumPy's) uniform in ``[low, high)``."""
+        return self.random(size, np.float64) * (high - low) + low
+
+    def normal(self, loc: float = 0.0, scale: float = 1.0, size: Any = None) -> Any:
+        """Floats (float64, as NumPy's) from N(loc, scale**2)."""
+        return self.standard_normal(size, np.float64) * scale + loc
 
     def integers(self, low: int, high: int | None = None, size: Any = None,
                  dtype: Any = np.int64, endpoint: bool = False) -> Any:

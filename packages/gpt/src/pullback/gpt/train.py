@@ -49,8 +49,8 @@ def make_optimizer(model: GPT, cfg: TrainConfig) -> Any:
 
 def make_scheduler(optimizer: Any, cfg: TrainConfig) -> Any:
     """Linear warmup to ``lr``, then cosine decay to ``min_lr`` at the last step."""
-    return optim.warmup_cosine(optimizer, warmup_steps=cfg.warmup, total_steps=cfg.steps,
-                               min_lr=cfg.min_lr)
+    return optim.lr_scheduler.warmup_cosine(optimizer, warmup_steps=cfg.warmup,
+                                            total_steps=cfg.steps, min_lr=cfg.min_lr)
 
 
 @pb.no_grad()

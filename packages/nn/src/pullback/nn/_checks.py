@@ -41,4 +41,4 @@ def pair(value: Any, where: str, name: str) -> tuple[int, int]:
     value = tuple(int(v) for v in value)
     if len(value) != 2:
         raise ValueError(f"{where}: {name} must be an int or a pair of ints, got {value}")
-    return value  # type: ignore[return-value]
+    return (value[0], value[1])

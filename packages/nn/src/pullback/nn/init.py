@@ -124,7 +124,7 @@ def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-d tensor with the identity."""
     if tensor.ndim != 2:
         raise ShapeError(f"eye_: expected a 2-d tensor, got shape {tuple(tensor.shape)}")
-    return _fill(tensor, np.eye(*tensor.shape))
+    return _fill(tensor, np.eye(tensor.shape[0], tensor.shape[1]))
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:

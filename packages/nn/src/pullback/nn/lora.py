@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Any, Iterable
 
 import pullback
 from pullback.tensor import Tensor
@@ -50,7 +50,7 @@ class LoRALinear(Linear):
         if r < 1:
             raise ValueError(f"LoRALinear: rank r must be at least 1, got {r}")
         self.r, self.alpha, self.scaling = r, alpha, alpha / r
-        kw = {"device": self.weight.device, "dtype": self.weight.dtype}
+        kw: dict[str, Any] = {"device": self.weight.device, "dtype": self.weight.dtype}
         self.lora_A = Parameter(pullback.empty(r, self.in_features, **kw))
         self.lora_B = Parameter(pullback.zeros(self.out_features, r, **kw))
         # A as a Linear layer's weight (PyTorch/peft), B zero: the update starts at exactly 0.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-from pullback import Tensor, as_tensor, tensor
+from pullback import Tensor, tensor
 
 from .errors import HyperparameterError, NonFiniteNormError, OptimizerTypeError
 from .optimizer import mark_modified
@@ -72,7 +72,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
         for g in grads:
             xp.multiply(g.data, coef, out=g.data)
             mark_modified(g)
-    return as_tensor(total, device=grads[0].device)
+    return tensor(total, device=grads[0].device)
 
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:

@@ -22,7 +22,8 @@ from typing import Iterable, Sequence
 
 from . import elementwise, index, internal, linalg, reduce, shape
 from ._record import (
-    Arg, BoundSample, ErrorCase, OpRecord, PullbackFactory, Sample, TensorFactory, view_of,
+    PRIMARY_DTYPES, Arg, BoundSample, ErrorCase, OpRecord, PullbackFactory, Sample, TensorFactory,
+    view_of,
 )
 
 OP_DB: tuple[OpRecord, ...] = (
@@ -59,11 +60,12 @@ class Case:
         return f"{self.record.name}-{self.dtype}-{self.sample.id}"
 
 
-def sample_cases(records: Iterable[OpRecord] = OP_DB, dtypes: Sequence[str] | None = None
-                 ) -> list[Case]:
-    """Every (record, dtype, sample), optionally for some dtypes only."""
+def sample_cases(records: Iterable[OpRecord] = OP_DB, dtypes: Sequence[str] | None = None,
+                 thorough: bool = True) -> list[Case]:
+    """Every (record, dtype, sample), optionally for some dtypes only; ``thorough=False``
+    thins out the secondary dtypes (see :meth:`OpRecord.sample_list`)."""
     return [Case(r, d, s) for r in records for d in r.dtypes
-            if dtypes is None or d in dtypes for s in r.sample_list(d)]
+            if dtypes is None or d in dtypes for s in r.sample_list(d, thorough)]
 
 
 def error_cases(records: Iterable[OpRecord] = OP_DB) -> list[tuple[OpRecord, ErrorCase]]:
@@ -72,6 +74,7 @@ def error_cases(records: Iterable[OpRecord] = OP_DB) -> list[tuple[OpRecord, Err
 
 
 __all__ = [
-    "OP_DB", "Arg", "BoundSample", "Case", "ErrorCase", "OpRecord", "PullbackFactory", "Sample",
-    "TensorFactory", "covered_ops", "error_cases", "get_record", "sample_cases", "view_of",
+    "OP_DB", "PRIMARY_DTYPES", "Arg", "BoundSample", "Case", "ErrorCase", "OpRecord",
+    "PullbackFactory", "Sample", "TensorFactory", "covered_ops", "error_cases", "get_record",
+    "sample_cases", "view_of",
 ]

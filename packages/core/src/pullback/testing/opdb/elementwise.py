@@ -16,7 +16,7 @@ from ...errors import DTypeError, ShapeError
 from ...registry import OPS
 from . import _torch
 from ._inputs import (
-    ALL, FLOATS, INTS, Maker, binary_samples, exact, maker, nonzero, positive, scalar,
+    ALL, FLOATS, INTS, binary_samples, exact, maker, nonzero, positive, scalar,
     unary_samples, values,
 )
 from ._record import Arg, ErrorCase, OpRecord, Sample
@@ -178,7 +178,7 @@ def _binary(name: str, *, dtypes: Sequence[str], make_x: Callable[..., np.ndarra
         name=name, fn=fn or getattr(pb, name),
         torch=torch or (lambda t: _torch.binary(t, getattr(t, name))),
         ops=tuple(ops or (name,)), dtypes=tuple(dtypes), samples=samples,
-        errors=errors or _mismatch(name), differentiable=differentiable, note=note,
+        errors=errors or _mismatch((ops or (name,))[0]), differentiable=differentiable, note=note,
     )
 
 
@@ -411,7 +411,11 @@ def _operator(symbol: str, fn: Callable[..., Any], ops: Sequence[str], dtypes: S
               make_y: Callable[..., np.ndarray] = nonzero, differentiable: bool = True,
               make_x: Callable[..., np.ndarray] = nonzero) -> OpRecord:
     def samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
-        return binary_samples(maker(make_x, dtype, rng), maker(make_y, dtype, rng))
+        # The function records run the whole matrix; here what the operator adds: reflected
+        # forms (a number on the left), broadcasting, 0-d.
+        mx, my = maker(make_x, dtype, rng), maker(make_y, dtype, rng)
+        return [Sample((Arg(mx((2, 3))), Arg(my((3,))))), Sample((Arg(mx((2, 3))), scalar(my))),
+                Sample((scalar(mx), Arg(my((2, 3))))), Sample((Arg(mx(())), scalar(my)))]
 
     return OpRecord(name=f"Tensor.{symbol}", fn=fn, torch=lambda t: fn, ops=tuple(ops),
                     dtypes=tuple(dtypes), samples=samples, differentiable=differentiable,

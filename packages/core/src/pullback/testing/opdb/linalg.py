@@ -4,7 +4,7 @@ einsum (ellipsis, diagonals, letters summed inside one operand)."""
 from __future__ import annotations
 
 import operator
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def _outer_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
             Sample((Arg(mk((3,)), "strided"), Arg(mk((1,)))))]
 
 
-def _vector_errors(name: str):  # type: ignore[no-untyped-def]
+def _vector_errors(name: str) -> Callable[[np.random.Generator], list[ErrorCase]]:
     def errors(rng: np.random.Generator) -> list[ErrorCase]:
         mk = maker(nonzero, np.dtype(np.float64), rng)
         return [ErrorCase((Arg(mk((2, 3))), Arg(mk((3,)))), ShapeError,

@@ -37,9 +37,8 @@ def _errors(build: Callable[[Callable[..., Arg]], list[ErrorCase]]) -> Callable[
 def _record(name: str, fn: Callable[..., Any], torch: Callable[[Any], Any], ops: tuple[str, ...],
             build: Build, errors: Callable[[Callable[..., Arg]], list[ErrorCase]] | None = None,
             dtypes: tuple[str, ...] = ALL, note: str = "") -> OpRecord:
-    extra = {"errors": _errors(errors)} if errors else {}
     return OpRecord(name=name, fn=fn, torch=torch, ops=ops, dtypes=dtypes, samples=_samples(build),
-                    note=note, **extra)
+                    errors=_errors(errors or (lambda a: [])), note=note)
 
 
 def _reshape_samples(a: Callable[..., Arg]) -> list[Sample]:

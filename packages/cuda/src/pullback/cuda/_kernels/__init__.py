@@ -41,10 +41,12 @@ class CustomKernel:
     CuPy is only imported where a GPU is used).
     """
 
-    def __init__(self, op_name: str, switch: str, run: Callable[..., Any]) -> None:
+    def __init__(self, op_name: str, switch: str, run: Callable[..., Any],
+                 backend: str = "cuda") -> None:
         self.op_name = op_name
         self.switch = switch
         self.run = run
+        self.backend = backend
         self._impl: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
@@ -60,8 +62,9 @@ class CustomKernel:
         from pullback.device import get_backend
         from pullback.registry import get_op
 
-        backend = get_backend("cuda")
+        backend = get_backend(self.backend)
         op = get_op(self.op_name)
+        assert op.generic is not None, f"op '{op.name}' has no generic kernel to fall back to"
         generic = op.generic(backend.xp)
         run, switch = self.run, self.switch
 

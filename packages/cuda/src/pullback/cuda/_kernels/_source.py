@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 KERNEL_DIR = Path(__file__).parent
 MODULES = ("matmul", "softmax", "layer_norm", "adamw", "philox")
@@ -33,3 +36,49 @@ def entry_points(module: str) -> list[str]:
     its ``PB_..._KERNEL(name, ...)`` macro)."""
     text = _DEFINE.sub("", source(module))
     return _ENTRY.findall(text) + _MACRO_ENTRY.findall(text)
+
+
+_SCALARS = {"int": np.int32, "long long": np.int64, "unsigned long long": np.uint64,
+            "float": np.float32}
+_POINTEES = {"float": np.float32, "unsigned int": np.uint32}
+
+
+def parameters(module: str, name: str) -> list[str]:
+    """The C types of kernel ``name``'s parameters (``"float*"``, ``"int"``...), read from the
+    source (for kernels stamped out by a macro, from the macro's definition)."""
+    text = source(module).replace("\\\n", " ")
+    found = re.search(r"\b" + name + r"\s*\(([^)]*)\)\s*\{", _DEFINE.sub("", source(module)))
+    if found is None:
+        macro = re.search(r"^(PB_\w+_KERNEL)\(" + name + ",", text, re.MULTILINE)
+        if macro is None:
+            raise KeyError(f"no kernel '{name}' in {module}.cu")
+        body = re.search(r"#define " + macro.group(1) + r"\(.*?\bNAME\s*\(([^)]*)\)", text)
+        assert body is not None, f"macro {macro.group(1)} has no NAME(...) signature"
+        found = body
+    kinds = []
+    for param in found.group(1).split(","):
+        words = param.replace("__restrict__", "").replace("const", "").split()
+        declared = " ".join(words[:-1]).replace(" *", "*")  # drop the parameter's name
+        kinds.append(declared)
+    return kinds
+
+
+def check_args(module: str, name: str, args: tuple[Any, ...]) -> None:
+    """Raise ``TypeError`` unless ``args`` fit kernel ``name``'s parameters one for one: arrays
+    for pointers (float32 for ``float*``...), NumPy scalars of the exact C width otherwise.
+    CuPy passes whatever it is given, so a wrong width would be read as garbage."""
+    kinds = parameters(module, name)
+    if len(args) != len(kinds):
+        raise TypeError(f"kernel {name}: {len(kinds)} parameters, {len(args)} arguments")
+    for i, (kind, arg) in enumerate(zip(kinds, args)):
+        if kind.endswith("*"):
+            if not hasattr(arg, "shape") or isinstance(arg, np.generic):
+                raise TypeError(f"kernel {name}: parameter {i} ({kind}) needs an array, "
+                                f"got {type(arg).__name__}")
+            pointee = _POINTEES.get(kind[:-1])
+            if pointee is not None and arg.dtype != pointee:
+                raise TypeError(f"kernel {name}: parameter {i} ({kind}) needs "
+                                f"{np.dtype(pointee)}, got {arg.dtype}")
+        elif not isinstance(arg, _SCALARS[kind]):
+            raise TypeError(f"kernel {name}: parameter {i} ({kind}) needs "
+                            f"numpy.{_SCALARS[kind].__name__}, got {type(arg).__name__}")

@@ -61,10 +61,6 @@ def fused_adam_(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, *, lr: flo
     See :func:`pullback.cuda.fused_adamw_` for the arguments. Raises a typed error naming the
     offending argument when :func:`unsupported_reason` finds one.
     """
-    import cupy
-
-    from ._module import function
-
     reason = unsupported_reason(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq)
     if reason is not None:
         shapes = f"param {getattr(param, 'shape', '?')} {getattr(param, 'dtype', '?')}"
@@ -74,13 +70,28 @@ def fused_adam_(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, *, lr: flo
     if step < 1:
         raise ValueError(f"fused_adamw_: step counts from 1, got {step}")
     p, g, m, v = (_array(x) for x in (param, grad, exp_avg, exp_avg_sq))
-    vmax = _array(max_exp_avg_sq) if max_exp_avg_sq is not None else v  # unread without amsgrad
+    vmax = _array(max_exp_avg_sq) if max_exp_avg_sq is not None else None
     n = p.size
     if n == 0:
         return
-    f32 = np.float32
+    import cupy
+
+    from ._module import launch
+
+    args = kernel_args(p, g, m, v, vmax, lr=lr, beta1=beta1, beta2=beta2,
+                       eps=eps, weight_decay=weight_decay, step=step, decoupled=decoupled,
+                       maximize=maximize)
     with cupy.cuda.Device(p.device.id):
-        function("adamw", "adam_step")((adam_grid(n),), (THREADS,), (
-            p, g, m, v, vmax, np.int64(n), f32(lr), f32(beta1), f32(beta2), f32(eps),
-            f32(weight_decay), f32(lr / (1.0 - beta1**step)), f32(math.sqrt(1.0 - beta2**step)),
-            np.int32(decoupled), np.int32(maximize), np.int32(max_exp_avg_sq is not None)))
+        launch("adamw", "adam_step", (adam_grid(n),), (THREADS,), args)
+
+
+def kernel_args(p: Any, g: Any, m: Any, v: Any, vmax: Any, *, lr: float, beta1: float,
+                beta2: float, eps: float, weight_decay: float, step: int, decoupled: bool,
+                maximize: bool) -> tuple[Any, ...]:
+    """``adam_step``'s arguments: the factors computed once in double precision, then rounded to
+    float32 (as the generic step's ufuncs round them). ``vmax`` is ``None`` without AMSGrad."""
+    f32 = np.float32
+    return (p, g, m, v, v if vmax is None else vmax, np.int64(p.size), f32(1.0 - beta1),
+            f32(1.0 - beta2), f32(eps), f32(weight_decay), f32(1.0 - lr * weight_decay),
+            f32(lr / (1.0 - beta1**step)), f32(math.sqrt(1.0 - beta2**step)),
+            np.int32(decoupled), np.int32(maximize), np.int32(vmax is not None))

@@ -45,7 +45,7 @@ def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> A
     ``NotImplemented``."""
     import cupy
 
-    from ._module import function
+    from ._module import launch
 
     shape = _rows_cols(x, normalized_ndim, w, b)
     if shape is None:
@@ -58,7 +58,7 @@ def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> A
     kept = x.shape[:x.ndim - normalized_ndim] + (1,) * normalized_ndim
     mean = cupy.empty(kept, dtype=np.float32)
     rstd = cupy.empty(kept, dtype=np.float32)
-    function("layer_norm", "layer_norm_forward")((rows,), (row_threads(cols),), (
+    launch("layer_norm", "layer_norm_forward", (rows,), (row_threads(cols),), (
         x, w_arg, b_arg, y, mean, rstd, np.int32(cols), np.float32(eps),
         np.int32(w is not None), np.int32(b is not None)))
     return y, (mean, rstd)
@@ -70,7 +70,7 @@ def layer_norm_backward(dy: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normal
     sums over rows of ``dy * xhat`` and ``dy``) are ``None`` unless ``param_grads``."""
     import cupy
 
-    from ._module import function
+    from ._module import launch
 
     shape = _rows_cols(x, normalized_ndim, w)
     if shape is None or dy.dtype != np.float32 or dy.shape != x.shape:
@@ -80,16 +80,15 @@ def layer_norm_backward(dy: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normal
     mean, rstd = cupy.ascontiguousarray(mean), cupy.ascontiguousarray(rstd)
     w_arg = cupy.ascontiguousarray(w) if w is not None else x
     dx = cupy.empty_like(x)
-    function("layer_norm", "layer_norm_backward_input")((rows,), (row_threads(cols),), (
+    launch("layer_norm", "layer_norm_backward_input", (rows,), (row_threads(cols),), (
         dy, x, w_arg, mean, rstd, dx, np.int32(cols), np.int32(w is not None)))
     if not param_grads:
         return dx, None, None
     col_blocks, chunks, per_chunk = param_grid(rows, cols)
     dw_part = cupy.empty((chunks, cols), dtype=np.float32)
     db_part = cupy.empty((chunks, cols), dtype=np.float32)
-    function("layer_norm", "layer_norm_backward_params")(
-        (col_blocks, chunks), (PARAM_COLS * PARAM_ROWS,),
-        (dy, x, mean, rstd, dw_part, db_part, np.int32(rows), np.int32(cols),
-         np.int32(per_chunk)))
+    launch("layer_norm", "layer_norm_backward_params", (col_blocks, chunks),
+           (PARAM_COLS * PARAM_ROWS,), (dy, x, mean, rstd, dw_part, db_part, np.int32(rows),
+                                        np.int32(cols), np.int32(per_chunk)))
     normalized = x.shape[x.ndim - normalized_ndim:]
     return dx, dw_part.sum(axis=0).reshape(normalized), db_part.sum(axis=0).reshape(normalized)

@@ -123,7 +123,7 @@ def matmul(a: Any, b: Any) -> Any:
     """``a @ b`` with the custom kernel, or ``NotImplemented`` when it does not apply."""
     import cupy
 
-    from ._module import function
+    from ._module import launch
 
     if a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype or a.dtype.name not in DTYPES:
         return NotImplemented
@@ -131,28 +131,32 @@ def matmul(a: Any, b: Any) -> Any:
         batch_shape = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     except ValueError:
         return NotImplemented  # the generic kernel raises NumPy's error
-    a, la = _readable(cupy, a, batch_shape)
-    b, lb = _readable(cupy, b, batch_shape)
+    a, la = readable(cupy, a, batch_shape)
+    b, lb = readable(cupy, b, batch_shape)
     aligned = a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
     plan = plan_matmul(a.shape, la, b.shape, lb, a.dtype.name, aligned)
     if plan is None:
         return NotImplemented
     out = cupy.empty(plan.out_shape, dtype=a.dtype)
-    i32, i64 = np.int32, np.int64
-    function("matmul", plan.kernel)(plan.grid, (THREADS,), (
-        a, b, out, i32(plan.m), i32(plan.n), i32(plan.k), i64(plan.a.ld), i64(plan.b.ld),
-        i64(plan.n), i64(plan.a.batch_stride), i64(plan.b.batch_stride),
-        i64(0 if plan.batch == 1 else plan.m * plan.n)))
+    launch("matmul", plan.kernel, plan.grid, (THREADS,), kernel_args(plan, a, b, out))
     return out
 
 
-def _readable(cupy: Any, x: Any, batch_shape: tuple[int, ...]) -> tuple[Any, Operand]:
+def kernel_args(plan: MatmulPlan, a: Any, b: Any, out: Any) -> tuple[Any, ...]:
+    """The kernel's arguments, in the order and C widths of ``PB_MATMUL_KERNEL``."""
+    i32, i64 = np.int32, np.int64
+    return (a, b, out, i32(plan.m), i32(plan.n), i32(plan.k), i64(plan.a.ld), i64(plan.b.ld),
+            i64(plan.n), i64(plan.a.batch_stride), i64(plan.b.batch_stride),
+            i64(0 if plan.batch == 1 else plan.m * plan.n))
+
+
+def readable(xp: Any, x: Any, batch_shape: tuple[int, ...]) -> tuple[Any, Operand]:
     """``x`` broadcast to the output's batch shape, copied to C order if the kernel cannot
-    read it as it is, and its layout."""
+    read it as it is, and its layout (``xp``: CuPy, or NumPy in the tests)."""
     if math.prod(x.shape[:-2]) > 1 and x.shape[:-2] != batch_shape:
-        x = cupy.broadcast_to(x, batch_shape + x.shape[-2:])  # stride-0 batch dims
+        x = xp.broadcast_to(x, batch_shape + x.shape[-2:])  # stride-0 batch dims
     layout = operand_layout(x.shape, x.strides, x.itemsize)
     if layout is None:
-        x = cupy.ascontiguousarray(x)
+        x = xp.ascontiguousarray(x)
         layout = operand_layout(x.shape, x.strides, x.itemsize)
     return x, layout  # type: ignore[return-value]

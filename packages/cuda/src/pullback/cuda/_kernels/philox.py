@@ -14,10 +14,10 @@ def philox_blocks(blocks: int, seed: int, offset: int) -> Any:
     stream, on the current device."""
     import cupy
 
-    from ._module import function
+    from ._module import launch
 
     out = cupy.empty(4 * blocks, dtype=np.uint32)
     if blocks:
-        function("philox", "philox4x32_10")((-(-blocks // THREADS),), (THREADS,), (
+        launch("philox", "philox4x32_10", (-(-blocks // THREADS),), (THREADS,), (
             out, np.int64(blocks), np.uint64(seed), np.uint64(offset)))
     return out

@@ -26,7 +26,7 @@ def softmax(x: Any, *, axis: int) -> Any:
     last axis."""
     import cupy
 
-    from ._module import function
+    from ._module import launch
 
     shape = _rows_cols(x, axis)
     if shape is None:
@@ -34,7 +34,7 @@ def softmax(x: Any, *, axis: int) -> Any:
     rows, cols = shape
     x = cupy.ascontiguousarray(x)
     y = cupy.empty_like(x)
-    function("softmax", "softmax_forward")((rows,), (row_threads(cols),), (x, y, np.int32(cols)))
+    launch("softmax", "softmax_forward", (rows,), (row_threads(cols),), (x, y, np.int32(cols)))
     return y
 
 
@@ -43,7 +43,7 @@ def softmax_backward(dy: Any, y: Any, *, axis: int) -> Any:
     ``y``), or ``NotImplemented``."""
     import cupy
 
-    from ._module import function
+    from ._module import launch
 
     shape = _rows_cols(y, axis)
     if shape is None or dy.dtype != np.float32 or dy.shape != y.shape:
@@ -51,6 +51,6 @@ def softmax_backward(dy: Any, y: Any, *, axis: int) -> Any:
     rows, cols = shape
     dy, y = cupy.ascontiguousarray(dy), cupy.ascontiguousarray(y)
     dx = cupy.empty_like(y)
-    function("softmax", "softmax_backward")((rows,), (row_threads(cols),),
+    launch("softmax", "softmax_backward", (rows,), (row_threads(cols),),
                                             (dy, y, dx, np.int32(cols)))
     return dx

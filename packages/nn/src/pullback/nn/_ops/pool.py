@@ -2,11 +2,11 @@
 backward.
 
 Max pooling routes the gradient to the first maximum of each window (PyTorch's choice for ties).
-The forward finds, per window, the index ``which`` (``p * kw + q``) of that maximum. Its backward
-``nn.max_pool2d_backward(g, which)`` spreads ``g`` back to those positions, and the adjoint of
-that, ``nn.max_pool2d_select(h, which)``, reads ``h`` at them: the two are each other's
-gradients, so ``create_graph`` works through max pooling (``which`` is piecewise constant). The
-forward saves ``which`` for a first-order backward; ``nn.max_pool2d_indices`` recomputes it.
+Its backward finds, per window, the offset ``which`` (``p * kw + q``) of that maximum
+(``nn.max_pool2d_indices``; done in the backward so that inference never pays for it), then
+``nn.max_pool2d_backward(g, which)`` spreads ``g`` back to those positions. Its adjoint,
+``nn.max_pool2d_select(h, which)``, reads ``h`` at them: the two are each other's gradients, so
+``create_graph`` works through max pooling (``which`` is piecewise constant).
 Average pooling is linear; it and its adjoint ``nn.avg_pool2d_grad`` are each other's gradients.
 
 All kernels loop over the ``kh*kw`` window offsets with strided views (no im2col copy, no
@@ -30,32 +30,24 @@ def _out_hw(shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Padding
             out_size(shape[3], kernel[1], stride[1], padding[1], dilation[1]))
 
 
-def _max_windows(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding,
-                 dilation: Pair) -> tuple[Any, Any]:
-    """Max of every window (N, C, Ho, Wo) and the window offset ``p * kw + q`` of its first
-    occurrence (int8 when it fits)."""
-    out_hw = _out_hw(x.shape, kernel, stride, padding, dilation)
+def _window_view(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding,
+                 dilation: Pair) -> Any:
+    """The (N, C, kh, kw, Ho, Wo) windows of ``x`` padded with the dtype's lowest value."""
     low = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
-    win = windows(xp, pad_input(xp, x, padding, low), kernel, stride, dilation, out_hw)
-    best = win[:, :, 0, 0].copy()
-    index_type = xp.int8 if kernel[0] * kernel[1] <= 127 else xp.int64
-    which = xp.zeros(best.shape, dtype=index_type)
-    for p in range(kernel[0]):
-        for q in range(kernel[1]):
-            if p or q:
-                candidate = win[:, :, p, q]
-                better = candidate > best  # strict: ties keep the first maximum
-                xp.maximum(best, candidate, out=best)
-                # which = better ? k : which, in integer arithmetic (much faster than where)
-                which += better * index_type(p * kernel[1] + q) - which * better
-    return best, which
+    out_hw = _out_hw(x.shape, kernel, stride, padding, dilation)
+    return windows(xp, pad_input(xp, x, padding, low), kernel, stride, dilation, out_hw)
 
 
 def _max_pool_kernel(xp: Any) -> Any:
     def max_pool2d(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
                    dilation: Pair) -> Any:
-        values, which = _max_windows(xp, x, kernel_size, stride, padding, dilation)
-        return values, (which,)
+        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
+        best = win[:, :, 0, 0].copy()
+        for p in range(kernel_size[0]):
+            for q in range(kernel_size[1]):
+                if p or q:
+                    xp.maximum(best, win[:, :, p, q], out=best)
+        return best
 
     return max_pool2d
 
@@ -63,7 +55,19 @@ def _max_pool_kernel(xp: Any) -> Any:
 def _max_pool_indices_kernel(xp: Any) -> Any:
     def max_pool2d_indices(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
                            dilation: Pair) -> Any:
-        return _max_windows(xp, x, kernel_size, stride, padding, dilation)[1]
+        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
+        best = win[:, :, 0, 0].copy()
+        index_type = xp.int8 if kernel_size[0] * kernel_size[1] <= 127 else xp.int64
+        which = xp.zeros(best.shape, dtype=index_type)
+        for p in range(kernel_size[0]):
+            for q in range(kernel_size[1]):
+                if p or q:
+                    candidate = win[:, :, p, q]
+                    better = candidate > best  # strict: ties keep the first maximum
+                    xp.maximum(best, candidate, out=best)
+                    # which = better ? k : which, in integer arithmetic (much faster than where)
+                    which += better * index_type(p * kernel_size[1] + q) - which * better
+        return which
 
     return max_pool2d_indices
 
@@ -110,7 +114,7 @@ def _max_pool_select_kernel(xp: Any) -> Any:
     return max_pool2d_select
 
 
-MAX_POOL2D = Op("nn.max_pool2d", _max_pool_kernel, aux=True, doc="max over 2-d windows")
+MAX_POOL2D = Op("nn.max_pool2d", _max_pool_kernel, doc="max over 2-d windows")
 MAX_POOL2D_INDICES = Op("nn.max_pool2d_indices", _max_pool_indices_kernel, differentiable=False,
                         doc="offset p*kw+q of each 2-d window's first max (int64)")
 MAX_POOL2D_BACKWARD = Op("nn.max_pool2d_backward", _max_pool_backward_kernel, save_inputs=False,
@@ -120,12 +124,10 @@ MAX_POOL2D_SELECT = Op("nn.max_pool2d_select", _max_pool_select_kernel, save_inp
 
 
 @MAX_POOL2D.def_grad
-def _max_pool_grad(F: Any, g: Any, out: Any, x: Any, *, saved: Any = None, **geometry: Any
-                   ) -> Any:
-    if saved is not None and not F.differentiable:
-        which = saved[0]
-    else:
-        which = op_in(F, MAX_POOL2D_INDICES)(x, **geometry)
+def _max_pool_grad(F: Any, g: Any, out: Any, x: Any, **geometry: Any) -> Any:
+    # The positions of the maxima are found here rather than saved by the forward, so that
+    # inference (no backward) never pays for them.
+    which = op_in(F, MAX_POOL2D_INDICES)(x, **geometry)
     return (op_in(F, MAX_POOL2D_BACKWARD)(g, which, input_shape=tuple(x.shape), **geometry),)
 
 

@@ -5,7 +5,6 @@ losses through softplus, KL divergence through ``x log x`` with ``0 log 0 = 0``.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 

@@ -150,6 +150,7 @@ class MultiheadAttention(Module):
                                                     device=like.device), 1)
         if attn_mask is not None:
             bias = mask_to_bias(attn_mask, like, False, where)
+            expected: tuple[int, ...]
             if bias.ndim == 2:
                 expected = (tgt_len, src_len)
                 bias_shape = (1, 1, tgt_len, src_len)

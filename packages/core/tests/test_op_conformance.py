@@ -1,0 +1,175 @@
+"""The backend conformance suite (``pytest -p pullback.testing.conformance --backend NAME``),
+tested against throw-away NumPy backends: a correct one passes, and one broken in a forward
+kernel, in a gradient-only kernel or in error handling fails, naming the op."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from pullback.device import Device
+from pullback.hookspecs import hookimpl
+from pullback.testing import conformance
+from pullback.testing.opdb import OP_DB, get_record, sample_cases
+
+
+class _BackendPlugin:
+    """A plugin registering one backend and, optionally, kernels of its own for it."""
+
+    pullback_hook_api = "1.0"
+
+    def __init__(self, backend: Any, kernels: dict[str, Callable[..., Any]] | None = None) -> None:
+        self.backend = backend
+        self.kernels = kernels or {}
+
+    @hookimpl
+    def register_backends(self, register: Callable[[Any], None]) -> None:
+        register(self.backend)
+
+    @hookimpl
+    def register_kernels(self, register: Callable[[str, str, Callable[..., Any]], None]) -> None:
+        for op_name, kernel in self.kernels.items():
+            register(op_name, self.backend.name, kernel)
+
+
+@pytest.fixture
+def make_backend(throwaway_plugin: Any, numpy_backend: Any) -> Callable[..., Device]:
+    def make(name: str, kernels: dict[str, Callable[..., Any]] | None = None) -> Device:
+        throwaway_plugin(_BackendPlugin(numpy_backend(name), kernels), name=f"test-{name}")
+        return Device(name)
+
+    return make
+
+
+def _failures(device: Device, record_name: str, dtypes: tuple[str, ...] = ("float64",)) -> list[str]:
+    return [f for c in sample_cases([get_record(record_name)], dtypes)
+            for f in conformance.check_sample(device, c).failures]
+
+
+def test_a_correct_backend_passes_every_float64_sample(make_backend: Any) -> None:
+    device = make_backend("npcorrect")
+    with np.errstate(all="ignore"):
+        failures = [(c.id, conformance.check_sample(device, c).failures)
+                    for c in sample_cases(OP_DB, ("float64",))]
+    assert [f for f in failures if f[1]] == []
+
+
+def test_results_must_stay_on_the_device(make_backend: Any) -> None:
+    device = make_backend("npcorrect2")
+    outcome = conformance.check_sample(device, sample_cases([get_record("mul")], ("float32",))[0])
+    assert outcome.passed
+    outcome.problems.clear()
+    conformance._check_devices(outcome, device, ["cpu"])
+    assert outcome.failures == [f"result 0 is on cpu, expected {device}"]
+
+
+def test_a_wrong_forward_kernel_fails_its_op_only(make_backend: Any) -> None:
+    device = make_backend("npbadexp", {"exp": lambda x: np.exp(x) * (1 + 1e-6)})
+    assert any("output 0" in f for f in _failures(device, "exp"))
+    assert _failures(device, "tanh") == []
+
+
+def test_a_kernel_wrong_only_in_backward_fails_on_the_gradients(make_backend: Any) -> None:
+    # sum_to is what broadcasting's gradient runs: forward values stay right.
+    def sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(shape, dtype=g.dtype)
+
+    device = make_backend("npbadsumto", {"sum_to": sum_to})
+    failures = _failures(device, "add")
+    assert failures and all("gradient" in f or "double backward" in f or "output" in f
+                            for f in failures)
+    assert not any(f.startswith("output 0") for f in failures)
+
+
+def test_a_backend_that_swallows_errors_fails_the_error_cases(make_backend: Any) -> None:
+    def lenient_matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.zeros(x.shape[:-1] + y.shape[-1:], dtype=x.dtype)
+
+    device = make_backend("nplenient", {"matmul": lenient_matmul})
+    record = get_record("matmul")
+    with pytest.raises(AssertionError, match="matmul.*on nplenient.*expected ShapeError"):
+        for case in record.error_list():
+            conformance.check_error(device, record, case)
+
+
+_PLUGIN = '''
+    """A throw-away backend plugin, registered when pytest imports it with -p."""
+    import os
+    import numpy as np
+    from pullback import plugins
+    from pullback.device import Backend
+    from pullback.hookspecs import hookimpl
+
+    class NumpyRef(Backend):
+        name = "npref"
+        xp = np
+        array_type = np.ndarray
+        def generator(self, index=0):
+            return np.random.default_rng(0)
+
+    class Plugin:
+        pullback_hook_api = "1.0"
+        @hookimpl
+        def register_backends(self, register):
+            register(NumpyRef())
+        @hookimpl
+        def register_kernels(self, register):
+            if os.environ.get("NPREF_BROKEN"):
+                register("exp", "npref", lambda x: np.exp(x) + 1e-3)
+
+    plugins.register_plugin(Plugin(), name="npref", distribution="npref-test")
+'''
+
+
+def _run_suite(tmp_path: Path, *args: str, broken: bool = False) -> subprocess.CompletedProcess:
+    (tmp_path / "npref_plugin.py").write_text(textwrap.dedent(_PLUGIN))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PULLBACK_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    if broken:
+        env["NPREF_BROKEN"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "npref_plugin", "-p", "pullback.testing.conformance",
+         "--backend", "npref", "-q", "-p", "no:cacheprovider", *args],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+
+
+def test_the_one_command_collects_and_passes_the_suite(tmp_path: Path) -> None:
+    # A slice of the suite keeps this test quick; the whole suite runs the same way.
+    result = _run_suite(tmp_path, "-k",
+                        "matmul or getitem or reshape or to_the_device or flow_back or mixing")
+    summary = result.stdout.strip().splitlines()[-1]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert " passed" in summary and " failed" not in summary and "error" not in summary
+
+
+def test_the_one_command_fails_a_broken_backend_and_names_the_op(tmp_path: Path) -> None:
+    result = _run_suite(tmp_path, "-k", "test_forward_and_gradients_match_the_cpu and exp-float64",
+                        broken=True)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "exp-float64" in result.stdout and "output 0: error" in result.stdout
+
+
+def test_without_backend_the_plugin_does_nothing(tmp_path: Path) -> None:
+    (tmp_path / "test_tiny.py").write_text("def test_tiny():\n    assert True\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "pullback.testing.conformance", "-q",
+         "-p", "no:cacheprovider", "test_tiny.py"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("1 passed")
+
+
+def test_an_unknown_backend_is_a_clear_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "pullback.testing.conformance", "--backend",
+         "nosuchbackend", "-q", "-p", "no:cacheprovider"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode != 0
+    assert "unknown device type 'nosuchbackend'" in result.stdout + result.stderr

@@ -1,0 +1,100 @@
+"""Training: checkpoints, Ctrl-C, exact resume in a new process, logs and plots, the CLI."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.gpt import load_checkpoint
+from pullback.gpt.cli import main
+from pullback.gpt.train import train
+
+from conftest import tiny_train_config
+
+
+def _losses(out):
+    with (out / "metrics.csv").open() as f:
+        return {int(r["step"]): r["loss"] for r in csv.DictReader(f) if r["loss"]}
+
+
+def _weights(out):
+    return load_checkpoint(out).model_state
+
+
+def _interrupt_at(step_to_stop):
+    def on_step(step, loss):
+        if step == step_to_stop:
+            raise KeyboardInterrupt
+
+    return on_step
+
+
+def test_resume_in_a_new_process_is_bit_identical(tmp_path, corpus):
+    text = corpus.read_text()
+    cfg = tiny_train_config(steps=8)  # dropout on: the device RNG must be restored too
+    straight = train(cfg, text, tmp_path / "straight", quiet=True)
+    assert straight.steps == 8 and not straight.interrupted
+
+    first = train(cfg, text, tmp_path / "resumed", quiet=True, on_step=_interrupt_at(4))
+    assert first.interrupted and first.steps == 4
+    assert load_checkpoint(tmp_path / "resumed").step == 4
+    subprocess.run(
+        [sys.executable, "-m", "pullback.gpt", "train", "--resume", "--quiet",
+         "--out", str(tmp_path / "resumed"), "--data", str(corpus)],
+        check=True, capture_output=True, text=True,
+    )
+    a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "resumed")
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name].numpy(), b[name].numpy(), err_msg=name)
+    assert _losses(tmp_path / "straight") == _losses(tmp_path / "resumed")
+
+
+def test_outputs_of_a_run(tmp_path, corpus):
+    result = train(tiny_train_config(steps=8), corpus.read_text(), tmp_path, quiet=True)
+    assert (tmp_path / "loss.png").stat().st_size > 1000
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    assert [int(r["step"]) for r in rows if r["loss"]] == list(range(1, 9))
+    evals = [r for r in rows if r["val_loss"]]
+    assert [int(r["step"]) for r in evals] == [4, 8]
+    assert float(evals[-1]["val_bits_per_char"]) == pytest.approx(
+        float(evals[-1]["val_loss"]) / np.log(2))
+    assert result.final_val_loss == pytest.approx(float(evals[-1]["val_loss"]))
+    ckpts = sorted(p.name for p in (tmp_path / "checkpoints").iterdir() if p.is_dir())
+    assert ckpts == ["step-0000004", "step-0000008"]
+
+
+def test_cli_train_sample_eval(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--data", str(corpus), "--out", str(out), "--steps", "6",
+                 "--warmup", "1", "--eval-interval", "3", "--eval-iters", "1", "--quiet",
+                 "--batch-size", "2"]) == 0
+    assert main(["sample", "--checkpoint", str(out), "--prompt", "the", "--max-new-tokens",
+                 "40", "--seed", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "the" in text
+    assert main(["eval", "--checkpoint", str(out), "--data", str(corpus), "--eval-iters",
+                 "2"]) == 0
+    assert "bits/char" in capsys.readouterr().out
+
+
+def test_sample_is_reproducible_from_the_cli(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    main(["train", "--data", str(corpus), "--out", str(out), "--steps", "2", "--warmup", "1",
+          "--quiet", "--eval-iters", "1", "--batch-size", "2"])
+    capsys.readouterr()
+    runs = []
+    for _ in range(2):
+        main(["sample", "--checkpoint", str(out), "--max-new-tokens", "30", "--seed", "11"])
+        runs.append(capsys.readouterr().out)
+    assert runs[0] == runs[1]
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(pb.errors.CheckpointError, match="no checkpoint"):
+        load_checkpoint(tmp_path)
