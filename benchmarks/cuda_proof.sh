@@ -13,7 +13,7 @@
 # 4. tests.log     pytest packages/cuda/tests: every test, the cuda-marked ones included
 # 5. matmul.jsonl, matmul.png   benchmarks/cuda_matmul.py: custom kernel vs cuBLAS, n=256..8192
 #    step.jsonl    benchmarks/cuda_step.py: GPT training step vs PyTorch eager CUDA, fp32 and amp
-#    bench.log     the benchmarks' output and errors
+#    bench.log     the benchmarks' output and errors (and benchmarks/gpt_step.py --device cuda)
 #    conformance.log   the backend conformance suite (cuda against cpu), in the time left
 # 6. summary.txt   pass/fail counts, the matmul ratios (target at n=4096), the step ratios
 #
@@ -60,7 +60,7 @@ $PY - "$SITE" <<'EOF' >> "$OUT/env.txt" 2>&1
 """Write a .dist-info per package (name, version, entry points), as pip would install them."""
 import pathlib, re, sys, tomllib
 site = pathlib.Path(sys.argv[1])
-for folder in ("core", "cuda", "nn", "optim"):
+for folder in ("core", "cuda", "nn", "optim", "gpt"):
     root = pathlib.Path("packages") / folder
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     about = next(root.glob("src/pullback/**/__about__.py"))
@@ -75,11 +75,13 @@ for folder in ("core", "cuda", "nn", "optim"):
         (info / "entry_points.txt").write_text("[pullback]\n" + lines)
     print("pullback package", project["name"], version)
 EOF
-export PYTHONPATH="$SITE:$ROOT/packages/core/src:$ROOT/packages/cuda/src:$ROOT/packages/nn/src:$ROOT/packages/optim/src${PYTHONPATH:+:$PYTHONPATH}"
+PACKAGES_SRC="$ROOT/packages/core/src:$ROOT/packages/cuda/src:$ROOT/packages/nn/src"
+PACKAGES_SRC="$PACKAGES_SRC:$ROOT/packages/optim/src:$ROOT/packages/gpt/src"
+export PYTHONPATH="$SITE:$PACKAGES_SRC${PYTHONPATH:+:$PYTHONPATH}"
 $PY -c "import pullback.cuda as c; print('pullback.cuda available:', c.is_available(), c.unavailable_reason() or '', 'devices:', c.device_count())" >> "$OUT/env.txt" 2>&1
 
 # -- 4. tests -------------------------------------------------------------------------------
-timeout 180 $PY -m pytest -p no:cacheprovider -q -rs packages/cuda/tests > "$OUT/tests.log" 2>&1
+timeout 170 $PY -m pytest -p no:cacheprovider -q -rs packages/cuda/tests > "$OUT/tests.log" 2>&1
 echo "exit status $?" >> "$OUT/tests.log"
 
 # -- 5. benchmarks ---------------------------------------------------------------------------
@@ -89,6 +91,7 @@ rm -f "$OUT/step.jsonl"
   timeout 90 $PY cuda_matmul.py --out "$OUT"
   timeout 90 $PY cuda_step.py --out "$OUT"
   timeout 60 $PY cuda_step.py --amp --out "$OUT"
+  timeout 60 $PY gpt_step.py --device cuda  # pullback.gpt's own benchmark, where it exists
 ) > "$OUT/bench.log" 2>&1
 
 # -- 6. the conformance suite (7000+ cases; last, with the time that is left) ----------------
@@ -96,7 +99,7 @@ if $PY -c "import pullback.cuda as c, pullback.testing.conformance; assert c.is_
     2>/dev/null; then
   workers=""
   $PY -c "import xdist" 2>/dev/null && workers="-n 8"
-  timeout 130 $PY -m pytest -p no:cacheprovider -q $workers -p pullback.testing.conformance \
+  timeout 110 $PY -m pytest -p no:cacheprovider -q $workers -p pullback.testing.conformance \
     --backend cuda > "$OUT/conformance.log" 2>&1
   echo "exit status $? (124: stopped at the time limit; the counts above are partial)" \
     >> "$OUT/conformance.log"

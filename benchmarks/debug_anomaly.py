@@ -7,21 +7,50 @@ The same model in pullback.nn and torch.nn, same weights. For each framework the
 with and without anomaly detection (interleaved blocks, fastest block of each), and the
 slowdown factors are compared. Target: pullback's factor below PyTorch's.
 
-Run: python benchmarks/debug_anomaly.py [--repeats N]
+A second line measures the worst case, where per-op overhead is everything: a chain of 1,000
+ops on 8-element tensors, forward and backward (the core overhead benchmark's chain).
+
+Run: python benchmarks/debug_anomaly.py [--clock wall|cpu] [--repeats N] [--block N]
+
+``--clock cpu`` runs both frameworks on one thread (BLAS, PyTorch and pullback's elementwise
+threads) and times the process's CPU time instead of the wall clock: on a machine shared with
+other jobs, the wall clock of a step swings by 2x from run to run, while the CPU time a
+single-threaded step needs barely moves. The slowdown factors compare a framework with itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import warnings
 from typing import Any, Callable
 
-import numpy as np
+_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                     "PULLBACK_NUM_THREADS")
 
-import pullback as pb
-from pullback.debug import detect_anomaly
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--block", type=int, default=3)
+    return parser.parse_args()
+
+
+ARGS = _parse_args()
+if ARGS.clock == "cpu":  # must be set before NumPy (and its BLAS) is imported
+    for variable in _THREAD_VARIABLES:
+        os.environ[variable] = "1"
+
+import numpy as np  # noqa: E402
+
+import pullback as pb  # noqa: E402
+from pullback.debug import detect_anomaly  # noqa: E402
+
+CLOCK = time.process_time if ARGS.clock == "cpu" else time.perf_counter
+THREADS = 1 if ARGS.clock == "cpu" else 2
 
 VOCAB, BLOCK, WIDTH, HEADS, LAYERS, BATCH = 65, 64, 128, 4, 4, 32
 
@@ -32,7 +61,7 @@ def torch_or_exit() -> Any:
     except ImportError:
         print(json.dumps({"skipped": "torch is not installed (pip install torch==2.13.0)"}))
         raise SystemExit(0) from None
-    torch.set_num_threads(2)
+    torch.set_num_threads(THREADS)
     return torch
 
 
@@ -96,18 +125,70 @@ def interleaved_best(steps: dict[str, Callable[[], Any]], repeats: int, block: i
     best = {name: float("inf") for name in steps}
     for _ in range(repeats):
         for name, step in steps.items():
-            start = time.perf_counter()
+            start = CLOCK()
             for _ in range(block):
                 step()
-            best[name] = min(best[name], (time.perf_counter() - start) / block)
+            best[name] = min(best[name], (CLOCK() - start) / block)
     return best
 
 
+def op_chain(x: Any, w: Any) -> Any:
+    for _ in range(250):
+        x = x * w
+        x = x + w
+        x = x.tanh()
+        x = x - 0.5
+    return x.sum()
+
+
+def emit_pair(name: str, best: dict[str, float], **extra: Any) -> None:
+    """One JSON line per framework (plain and anomaly times, slowdown), then the comparison."""
+    factors = {}
+    for framework in ("pullback", "torch"):
+        plain, checked = best[framework], best[framework + "_anomaly"]
+        factors[framework] = checked / plain
+        print(json.dumps({"benchmark": name, "framework": framework,
+                          "step_ms": round(plain * 1e3, 3),
+                          "anomaly_step_ms": round(checked * 1e3, 3),
+                          "slowdown": round(factors[framework], 3), "clock": ARGS.clock,
+                          "threads": THREADS, **extra,
+                          # the machine's state: a loaded machine makes every figure noisy
+                          "load_avg_1m": round(os.getloadavg()[0], 2)}), flush=True)
+    print(json.dumps({"benchmark": name + "_vs_torch",
+                      "pullback_slowdown": round(factors["pullback"], 3),
+                      "torch_slowdown": round(factors["torch"], 3),
+                      "ratio": round(factors["pullback"] / factors["torch"], 3),
+                      "target": "pullback_slowdown < torch_slowdown",
+                      "meets_target": factors["pullback"] < factors["torch"]}), flush=True)
+
+
+def chain_benchmark(torch: Any) -> None:
+    x0 = np.random.default_rng(0).standard_normal(8).astype(np.float32)
+
+    def pb_chain() -> None:
+        x, w = pb.tensor(x0, requires_grad=True), pb.tensor(x0, requires_grad=True)
+        op_chain(x, w).backward()
+
+    def torch_chain() -> None:
+        x, w = torch.tensor(x0, requires_grad=True), torch.tensor(x0, requires_grad=True)
+        op_chain(x, w).backward()
+
+    def pb_chain_anomaly() -> None:
+        with detect_anomaly():
+            pb_chain()
+
+    def torch_chain_anomaly() -> None:
+        with torch.autograd.detect_anomaly():
+            torch_chain()
+
+    best = interleaved_best({"pullback": pb_chain, "pullback_anomaly": pb_chain_anomaly,
+                             "torch": torch_chain, "torch_anomaly": torch_chain_anomaly},
+                            repeats=7, block=3)
+    emit_pair("anomaly_mode_op_chain", best, ops=1000, elements=8)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--block", type=int, default=3)
-    args = parser.parse_args()
+    args = ARGS
     torch = torch_or_exit()
     import pullback.optim as pb_optim
 
@@ -148,29 +229,16 @@ def main() -> None:
             return pb_step()
 
     loss_pb, loss_torch = pb_step(), torch_step()
-    assert abs(loss_pb - loss_torch) < 1e-3, (loss_pb, loss_torch)  # the same model
+    if abs(loss_pb - loss_torch) > 1e-3:
+        raise SystemExit(f"the two models differ: loss {loss_pb} (pullback) vs {loss_torch}")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch warns on entering anomaly mode
+        warnings.simplefilter("ignore")  # torch warns each time anomaly mode is entered
         best = interleaved_best({"pullback": pb_step, "pullback_anomaly": pb_anomaly,
                                  "torch": torch_step, "torch_anomaly": torch_anomaly},
                                 args.repeats, args.block)
-    config = {"vocab": VOCAB, "block": BLOCK, "width": WIDTH, "heads": HEADS, "layers": LAYERS,
-              "batch": BATCH}
-    pb_factor = best["pullback_anomaly"] / best["pullback"]
-    torch_factor = best["torch_anomaly"] / best["torch"]
-    for name, plain, checked, factor in (
-            ("pullback", best["pullback"], best["pullback_anomaly"], pb_factor),
-            ("torch", best["torch"], best["torch_anomaly"], torch_factor)):
-        print(json.dumps({"benchmark": "anomaly_mode_gpt_step", "framework": name,
-                          "step_ms": round(plain * 1e3, 2),
-                          "anomaly_step_ms": round(checked * 1e3, 2),
-                          "slowdown": round(factor, 3), **config}), flush=True)
-    print(json.dumps({"benchmark": "anomaly_mode_slowdown_vs_torch",
-                      "pullback_slowdown": round(pb_factor, 3),
-                      "torch_slowdown": round(torch_factor, 3),
-                      "ratio": round(pb_factor / torch_factor, 3),
-                      "target": "pullback_slowdown < torch_slowdown",
-                      "meets_target": pb_factor < torch_factor}), flush=True)
+        emit_pair("anomaly_mode_gpt_step", best, vocab=VOCAB, block=BLOCK, width=WIDTH,
+                  heads=HEADS, layers=LAYERS, batch=BATCH)
+        chain_benchmark(torch)
 
 
 if __name__ == "__main__":

@@ -14,15 +14,18 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
 
-def test_the_fashion_mnist_mlp_learns() -> None:
-    pytest.importorskip("pullback.nn", reason="the example needs pullback-nn")
-    pytest.importorskip("pullback.optim", reason="the example needs pullback-optim")
+def test_the_fashion_mnist_mlp_learns(tmp_path: Path) -> None:
+    for module, why in [("pullback.nn", "pullback-nn"), ("pullback.optim", "pullback-optim"),
+                        ("tqdm", "tqdm"), ("matplotlib", "matplotlib")]:
+        pytest.importorskip(module, reason=f"the example needs {why}")
     if not list(FASHION_MNIST.glob("t10k-images-idx3-ubyte*")):
         pytest.skip(f"Fashion-MNIST is not in {FASHION_MNIST} (apt-get install dataset-fashion-mnist)")
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "fashion_mnist_mlp.py"), "--epochs", "1",
-         "--steps-per-epoch", "150"], capture_output=True, text=True, timeout=600)
+         "--steps-per-epoch", "150", "--out", str(tmp_path)], capture_output=True, text=True,
+        timeout=600)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.splitlines()[-1])
     assert summary["steps"] == 150
     assert summary["test_accuracy"] > 0.7, summary
+    assert (tmp_path / "metrics.csv").is_file() and (tmp_path / "curves.png").is_file()

@@ -17,8 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = sorted(p.parent for p in (ROOT / "packages").glob("*/pyproject.toml"))
 IDS = [f.name for f in FOLDERS]
-# CuPy is the CUDA backend's array namespace: code reaches it only when the arrays it is given are
-# CuPy's, which means pullback-cuda (which declares it) is installed.
+# CuPy is the CUDA backend's array namespace, installed only where there is a GPU: code reaches
+# it only when the arrays it is given are CuPy's (pullback-cuda says how to install it).
 OPTIONAL_IMPORTS = {"cupy", "cupyx"}
 
 
@@ -100,21 +100,28 @@ def test_dependencies_are_exactly_what_the_code_imports(folder: Path) -> None:
     meta = project(folder)["project"]
     own = meta["name"]
     declared = {canonicalize_name(Requirement(r).name) for r in meta.get("dependencies", [])}
+    for_tests = {canonicalize_name(Requirement(r).name)
+                 for r in meta.get("optional-dependencies", {}).get("test", [])}
     owners = subpackage_owners()
     import_owner = metadata.packages_distributions()
     needed, unknown = set(), set()
     for path in sources(folder):
+        # pullback.testing (gradcheck, the conformance pytest plugin) runs under the test tools
+        # of the [test] extra, so it may import them.
+        testing = "testing" in path.relative_to(folder / "src").parts
         for module in imported_modules(path):
             top = module.split(".")[0]
             if top in sys.stdlib_module_names or top == "__future__":
                 continue
-            if top in OPTIONAL_IMPORTS and canonicalize_name(own) != "pullback-cuda":
+            if top in OPTIONAL_IMPORTS:
                 continue
             if top == "pullback":
                 sub = ".".join(module.split(".")[:2])
                 needed.add(canonicalize_name(owners.get(sub, "pullback")))
             elif top in import_owner:
-                needed.update(canonicalize_name(d) for d in import_owner[top])
+                dists = {canonicalize_name(d) for d in import_owner[top]}
+                if not (testing and dists <= for_tests):
+                    needed.update(dists)
             else:
                 unknown.add(module)
     needed.discard(canonicalize_name(own))

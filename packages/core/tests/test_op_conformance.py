@@ -142,34 +142,49 @@ def _run_suite(tmp_path: Path, *args: str, broken: bool = False) -> subprocess.C
 
 def test_the_one_command_collects_and_passes_the_suite(tmp_path: Path) -> None:
     # A slice of the suite keeps this test quick; the whole suite runs the same way.
-    result = _run_suite(tmp_path, "-k",
-                        "matmul or getitem or reshape or to_the_device or flow_back or mixing")
+    result = _run_suite(tmp_path, "--conformance-records", "matmul,getitem,reshape,sum")
     summary = result.stdout.strip().splitlines()[-1]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert " passed" in summary and " failed" not in summary and "error" not in summary
 
 
 def test_the_one_command_fails_a_broken_backend_and_names_the_op(tmp_path: Path) -> None:
-    result = _run_suite(tmp_path, "-k", "test_forward_and_gradients_match_the_cpu and exp-float64",
+    result = _run_suite(tmp_path, "--conformance-records", "exp", "--conformance-dtypes", "float64",
                         broken=True)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert "exp-float64" in result.stdout and "output 0: error" in result.stdout
 
 
-def test_without_backend_the_plugin_does_nothing(tmp_path: Path) -> None:
-    (tmp_path / "test_tiny.py").write_text("def test_tiny():\n    assert True\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "pullback.testing.conformance", "-q",
-         "-p", "no:cacheprovider", "test_tiny.py"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip().splitlines()[-1].startswith("1 passed")
+class _Config:
+    """The part of pytest's Config the plugin's configure hook reads."""
+
+    def __init__(self, backend: str | None) -> None:
+        self.backend = backend
+        self.args = ["test_mine.py"]
+        self.args_source = pytest.Config.ArgsSource.ARGS
+
+    def getoption(self, name: str, default: Any = None) -> Any:
+        return {"--backend": self.backend}.get(name, default)
 
 
-def test_an_unknown_backend_is_a_clear_error(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "pullback.testing.conformance", "--backend",
-         "nosuchbackend", "-q", "-p", "no:cacheprovider"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert result.returncode != 0
-    assert "unknown device type 'nosuchbackend'" in result.stdout + result.stderr
+def test_without_backend_the_plugin_does_nothing() -> None:
+    config = _Config(None)
+    conformance.pytest_configure(config)  # type: ignore[arg-type]
+    assert config.args == ["test_mine.py"]
+    assert conformance.selected_cases(config) == []  # type: ignore[arg-type]
+    assert conformance.pytest_report_header(config) is None  # type: ignore[arg-type]
+
+
+def test_with_backend_the_plugin_adds_its_own_tests(make_backend: Any) -> None:
+    make_backend("npadds")
+    config = _Config("npadds")
+    conformance.pytest_configure(config)  # type: ignore[arg-type]
+    assert config.args == ["test_mine.py", str(conformance._TESTS)]
+    assert Path(config.args[1]).is_file()
+
+
+def test_an_unknown_backend_is_a_clear_error() -> None:
+    from pullback.errors import DeviceError
+
+    with pytest.raises(DeviceError, match="unknown device type 'nosuchbackend'"):
+        conformance.pytest_configure(_Config("nosuchbackend"))  # type: ignore[arg-type]

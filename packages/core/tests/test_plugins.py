@@ -420,14 +420,15 @@ def test_an_incompatible_plugin_is_refused_with_a_clear_message(fake_site: Any) 
 
 def test_two_backends_with_one_name_are_an_error_naming_both_distributions(
         fake_site: Any) -> None:
-    cuda = TOY_PLUGIN.replace('name = "toy"', 'name = "cuda"')
-    fake_site.add_distribution("pullback-gpu-a", {"gpu_a": "gpu_a"}, {"gpu_a": cuda})
-    fake_site.add_distribution("pullback-gpu-b", {"gpu_b": "gpu_b"}, {"gpu_b": cuda})
+    # (A name no real package uses, so that installed plugins cannot get in the way.)
+    twin = TOY_PLUGIN.replace('name = "toy"', 'name = "twin"')
+    fake_site.add_distribution("pullback-gpu-a", {"gpu_a": "gpu_a"}, {"gpu_a": twin})
+    fake_site.add_distribution("pullback-gpu-b", {"gpu_b": "gpu_b"}, {"gpu_b": twin})
     out = report(fake_site)
-    assert out["loaded"]["gpu_a"][2] == {"backends": ["cuda"]}
+    assert out["loaded"]["gpu_a"][2] == {"backends": ["twin"]}
     assert out["failed"]["gpu_b"] == [
         "pullback-gpu-b",
-        "PluginError: backend 'cuda' registered twice: by pullback-gpu-a and by pullback-gpu-b"]
+        "PluginError: backend 'twin' registered twice: by pullback-gpu-a and by pullback-gpu-b"]
 
 
 @pytest.mark.parametrize(("env", "loaded"), [

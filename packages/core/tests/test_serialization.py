@@ -156,6 +156,13 @@ def test_write_is_atomic_and_leaves_no_temporary_file(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["ckpt.safetensors"]
 
 
+def test_file_mode_is_that_of_a_plain_open(tmp_path):
+    pullback.save({"w": pullback.ones(1)}, _path(tmp_path))
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")
+    assert os.stat(_path(tmp_path)).st_mode & 0o777 == os.stat(plain).st_mode & 0o777
+
+
 def test_no_pickle_in_the_file(tmp_path):
     path = _path(tmp_path)
     pullback.save({"w": pullback.ones(2), "meta": {"a": [1, 2]}}, path)

@@ -21,12 +21,15 @@ from pullback.errors import DeviceError
 
 @pytest.fixture
 def probe_result():
-    """Replace the cached probe for one test (then look again, for real)."""
+    """Replace the cached probe for one test (then look again, for real). Devices are interned
+    with their backend's array type, so cuda devices made meanwhile are forgotten too."""
     def set_probe(result: _cupy.Probe) -> None:
         _cupy.reset_for_tests(result)
 
     yield set_probe
     _cupy.reset_for_tests(None)
+    for key in [k for k, d in pb.Device._cache.items() if d.type == "cuda"]:
+        del pb.Device._cache[key]
 
 
 def test_plugin_registers_backend_and_kernels():
@@ -78,7 +81,7 @@ def test_real_probe_without_gpu_names_cupy_and_runtime():
         assert "CuPy " in reason and "CUDA runtime" in reason
 
 
-def test_probe_creates_no_context_and_is_cached():
+def test_probe_is_cached():
     first = _cupy.probe()
     assert _cupy.probe() is first
 

@@ -54,6 +54,42 @@ def test_kernels_fit_their_launch_on_hopper(nvcc, tmp_path, module):
         assert int(registers) * _launch_bounds(module, name) <= 65536, (name, registers)
 
 
+@pytest.fixture(scope="module")
+def nvrtc():
+    """NVRTC, the compiler CuPy runs on the user's machine (it needs no GPU, only the library:
+    pip install nvidia-cuda-nvrtc-cu12 next to cupy-cuda12x)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        nvrtc.getVersion()
+    except Exception as exc:  # no CuPy, or no NVRTC library
+        pytest.skip(f"NVRTC is not loadable ({type(exc).__name__}: {exc})")
+    return nvrtc
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("module", MODULES)
+def test_compiles_with_nvrtc_as_cupy_will(nvrtc, module, arch):
+    """nvcc includes the toolkit's headers; NVRTC does not, so what nvcc accepts can still fail
+    at run time (INFINITY, say). This compiles what CuPy compiles, with its options."""
+    from pullback.cuda._kernels._module import NVRTC_OPTIONS
+
+    prog = nvrtc.createProgram(source(module), f"{module}.cu", [], [])
+    try:
+        try:
+            # With the options CuPy adds itself (cupy/cuda/compiler.py).
+            nvrtc.compileProgram(prog, [*NVRTC_OPTIONS, "-ftz=true",
+                                        "--device-as-default-execution-space",
+                                        f"--gpu-architecture=compute_{arch[3:]}"])
+        except Exception:
+            pytest.fail(f"NVRTC rejects {module}.cu:\n{nvrtc.getProgramLog(prog)}")
+        ptx = nvrtc.getPTX(prog)
+        ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    finally:
+        nvrtc.destroyProgram(prog)
+    assert set(re.findall(r"\.visible \.entry (\w+)\(", ptx)) == set(entry_points(module))
+
+
 def _launch_bounds(module: str, name: str) -> int:
     text = source(module)
     macros = dict(re.findall(r"#define (\w+) (\d+)", text))

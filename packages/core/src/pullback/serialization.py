@@ -74,11 +74,19 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        # mkstemp makes the file private (0600); give it the mode a plain open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _tensor_name(path: str, arrays: dict[str, Any]) -> str:

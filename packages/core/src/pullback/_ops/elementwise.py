@@ -40,7 +40,12 @@ def _binary_kernel(name: str) -> Any:
             return ufunc
 
         def kernel(x: Any, y: Any) -> Any:
-            return ufunc(_weak(x, y), _weak(y, x))
+            # Inlined checks (this runs for every add/mul/...): arrays pass straight through.
+            if x.__class__ in _PYTHON_NUMBERS:
+                x = _weak(x, y)
+            elif y.__class__ in _PYTHON_NUMBERS:
+                y = _weak(y, x)
+            return ufunc(x, y)
 
         kernel.__name__ = name
         return kernel

@@ -13,8 +13,10 @@ is a :class:`~pullback.errors.DeviceError`.
 The caller needs no test files: given ``--backend``, the plugin collects its own test module,
 :mod:`pullback.testing._conformance_tests` (besides any paths on the command line; without paths
 only the suite runs). Without ``--backend`` the plugin does nothing. The usual options apply
-(``-k matmul``, ``-x``, ``-q``), and ``--conformance-dtypes float32,float64`` limits the dtypes,
-for a backend that lacks some (every dtype of the database is checked by default).
+(``-k matmul``, ``-x``, ``-q``); ``--conformance-dtypes float32,float64`` limits the dtypes,
+for a backend that lacks some (every dtype of the database is checked by default), and
+``--conformance-records matmul,einsum`` the database records (all by default), to check a few
+new kernels quickly.
 
 The plugin is loaded with ``-p`` and is deliberately not a ``pytest11`` entry point: that would add
 ``--backend`` to every pytest run wherever pullback is installed, where it would collide with any
@@ -30,7 +32,7 @@ import numpy as np
 import pytest
 
 from .compare import Outcome, PullbackFramework, compare_runs, error_case_problem, run_sample
-from .opdb import Case, ErrorCase, OpRecord, error_cases, sample_cases
+from .opdb import OP_DB, Case, ErrorCase, OpRecord, error_cases, get_record, sample_cases
 from .oracle import case_seed
 
 _TESTS = Path(__file__).with_name("_conformance_tests.py")
@@ -42,6 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the op database on this backend (device) against the CPU")
     group.addoption("--conformance-dtypes", default=None, metavar="DTYPES",
                     help="comma-separated dtypes to check (default: all the database covers)")
+    group.addoption("--conformance-records", default=None, metavar="NAMES",
+                    help="comma-separated op database records to check (default: all)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,12 +68,21 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"pullback conformance: backend {name} against cpu, dtypes {', '.join(dtypes(config))}"
 
 
+def _names(config: pytest.Config, option: str) -> tuple[str, ...] | None:
+    chosen = config.getoption(option, default=None)
+    return tuple(n.strip() for n in chosen.split(",") if n.strip()) if chosen else None
+
+
 def dtypes(config: pytest.Config) -> tuple[str, ...]:
     """The dtypes the run checks."""
-    chosen = config.getoption("--conformance-dtypes", default=None)
-    if not chosen:
-        return ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
-    return tuple(d.strip() for d in chosen.split(",") if d.strip())
+    return _names(config, "--conformance-dtypes") or (
+        "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
+
+
+def records(config: pytest.Config) -> tuple[OpRecord, ...]:
+    """The database records the run checks."""
+    names = _names(config, "--conformance-records")
+    return OP_DB if names is None else tuple(get_record(n) for n in names)
 
 
 @pytest.fixture(scope="session")
@@ -91,14 +104,14 @@ def selected_cases(config: pytest.Config) -> list[Case]:
     """The database samples of the chosen dtypes (none without ``--backend``)."""
     if not config.getoption("--backend", default=None):
         return []
-    return sample_cases(dtypes=dtypes(config))
+    return sample_cases(records(config), dtypes(config))
 
 
 def selected_errors(config: pytest.Config) -> list[tuple[OpRecord, ErrorCase]]:
     """The database's error cases (none without ``--backend``)."""
     if not config.getoption("--backend", default=None):
         return []
-    return error_cases()
+    return error_cases(records(config))
 
 
 def check_sample(device: Any, case: Case) -> Outcome:

@@ -89,6 +89,8 @@ class Adam(Optimizer):
 
     def _update(self, xp: Any, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
+        if p.device.type == "cuda" and _fused_cuda_step(p, grad, state, group):
+            return
         moments_(xp, p, grad, state, group, scratch)
         _, denom = scratch
         beta1, beta2 = group["betas"]
@@ -102,6 +104,26 @@ class Adam(Optimizer):
         xp.divide(denom, math.sqrt(1.0 - beta2**step), out=denom)
         xp.add(denom, group["eps"], out=denom)
         add_ratio_(xp, p.data, state["exp_avg"].data, denom, -step_size, denom)
+
+
+def _fused_cuda_step(p: Tensor, grad: Any, state: dict[str, Any], group: dict[str, Any]) -> bool:
+    """The whole update in one CUDA kernel (pullback-cuda's fused Adam/AdamW) when it applies.
+
+    pullback-cuda is installed whenever a parameter lives on ``cuda``; it follows this module's
+    arithmetic operation for operation, so both paths give the same numbers.
+    """
+    from pullback.cuda import fused_adamw_, fused_adamw_supported
+
+    vmax = state.get("max_exp_avg_sq")
+    if not fused_adamw_supported(p, grad, state["exp_avg"], state["exp_avg_sq"], vmax):
+        return False
+    state["step"] += 1
+    beta1, beta2 = group["betas"]
+    fused_adamw_(p, grad, state["exp_avg"], state["exp_avg_sq"], lr=group["lr"], beta1=beta1,
+                 beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                 step=state["step"], maximize=group["maximize"], max_exp_avg_sq=vmax,
+                 decoupled_weight_decay=group["decoupled_weight_decay"])
+    return True
 
 
 @OPTIMIZERS.register("adamw")

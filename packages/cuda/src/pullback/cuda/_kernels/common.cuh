@@ -8,6 +8,9 @@
 
 #define PB_WARP 32
 #define PB_FULL_MASK 0xffffffffu
+// NVRTC has no <math.h>: INFINITY and NAN are spelled as their bit patterns.
+#define PB_NEG_INF __uint_as_float(0xff800000u)
+#define PB_NAN __uint_as_float(0x7fffffffu)
 
 // -- element types: load as float, store from float ------------------------------------------
 

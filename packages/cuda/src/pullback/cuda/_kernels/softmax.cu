@@ -21,7 +21,7 @@ __device__ __forceinline__ void merge_max_sum(float& m, float& s, float m2, floa
     }
     const float top = fmaxf(m, m2);
     if (isnan(m) || isnan(m2)) {
-        m = s = nanf("");
+        m = s = PB_NAN;
         return;
     }
     s = s * expf(m - top) + s2 * expf(m2 - top);
@@ -36,12 +36,12 @@ softmax_forward(const float* __restrict__ x, float* __restrict__ y, int cols) {
     const float* xr = x + row * cols;
     float* yr = y + row * cols;
 
-    float m = -INFINITY, s = 0.0f;
+    float m = PB_NEG_INF, s = 0.0f;
     for (int c = threadIdx.x; c < cols; c += blockDim.x) {
         const float v = xr[c];
-        if (v == -INFINITY) continue;  // contributes exp(-inf) = 0
+        if (v == PB_NEG_INF) continue;  // contributes exp(-inf) = 0
         if (isnan(v)) {
-            m = s = nanf("");
+            m = s = PB_NAN;
             continue;
         }
         if (isnan(m)) continue;
@@ -67,7 +67,7 @@ softmax_forward(const float* __restrict__ x, float* __restrict__ y, int cols) {
     }
     __syncthreads();
     const int warps = blockDim.x / PB_WARP;
-    m = lane < warps ? scratch_m[lane] : -INFINITY;
+    m = lane < warps ? scratch_m[lane] : PB_NEG_INF;
     s = lane < warps ? scratch_s[lane] : 0.0f;
 #pragma unroll
     for (int offset = PB_WARP / 2; offset > 0; offset >>= 1) {
