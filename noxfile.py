@@ -205,7 +205,7 @@ def report(session: nox.Session) -> None:
 
 
 # The demo's length on two cores: about a minute (pass other arguments after --).
-DEMO_ARGUMENTS = ["--epochs", "3"]
+DEMO_ARGUMENTS = ["--epochs", "2"]
 
 
 @nox.session(python=ORACLE_PYTHON)

@@ -1,17 +1,18 @@
 """LeNet-like CNN (conv 1->8 3x3, max-pool 2, conv 8->16 3x3, max-pool 2, linear 400->10), batch
 64, one SGD step: pullback vs PyTorch CPU (2 threads) in one process. Target: at most 1.5x.
 
-    python benchmarks/nn_cnn.py
+    python benchmarks/nn_cnn.py                          # 2 threads, wall clock (the target)
+    python benchmarks/nn_cnn.py --threads 1 --clock cpu  # work per step, on a busy machine
 """
 
 from __future__ import annotations
 
+# Imported first: it applies --threads before NumPy loads.
+from _nn_bench import report, rng_batch, same_weights, time_pair, torch_module
+
 import pullback
 import pullback.nn.functional as F
 from pullback import nn, optim
-
-from _common import torch_or_exit
-from _nn_bench import report, rng_batch, same_weights, time_pair
 
 TARGET = 1.5
 
@@ -24,7 +25,7 @@ def build(mod):
 
 
 def main() -> None:
-    torch = torch_or_exit()
+    torch = torch_module()
     x_np, y_np = rng_batch((64, 1, 28, 28), 10)
     t_model = build(torch.nn)
     t_opt = torch.optim.SGD(t_model.parameters(), lr=0.01)

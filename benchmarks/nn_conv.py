@@ -2,24 +2,25 @@
 backward (input, weight and bias gradients): pullback vs PyTorch CPU (2 threads) in one process.
 Target: at most 2.0x PyTorch's time. Also prints forward-only times.
 
-    python benchmarks/nn_conv.py
+    python benchmarks/nn_conv.py                          # 2 threads, wall clock (the target)
+    python benchmarks/nn_conv.py --threads 1 --clock cpu  # work per step, on a busy machine
 """
 
 from __future__ import annotations
+
+# Imported first: it applies --threads before NumPy loads.
+from _nn_bench import report, time_pair, torch_module
 
 import numpy as np
 
 import pullback
 import pullback.nn.functional as F
 
-from _common import torch_or_exit
-from _nn_bench import report, time_pair
-
 TARGET = 2.0
 
 
 def main() -> None:
-    torch = torch_or_exit()
+    torch = torch_module()
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((32, 64, 32, 32)).astype(np.float32)
     w_np = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)

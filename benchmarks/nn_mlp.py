@@ -1,23 +1,24 @@
 """MLP 784-256-256-10, batch 128, one SGD step (forward, cross-entropy, backward, update):
 pullback vs PyTorch CPU (2 threads) in one process. Target: at most 1.2x PyTorch's time.
 
-    python benchmarks/nn_mlp.py
+    python benchmarks/nn_mlp.py                          # 2 threads, wall clock (the target)
+    python benchmarks/nn_mlp.py --threads 1 --clock cpu  # work per step, on a busy machine
 """
 
 from __future__ import annotations
+
+# Imported first: it applies --threads before NumPy loads.
+from _nn_bench import report, rng_batch, same_weights, time_pair, torch_module
 
 import pullback
 import pullback.nn.functional as F
 from pullback import nn, optim
 
-from _common import torch_or_exit
-from _nn_bench import report, rng_batch, same_weights, time_pair
-
 TARGET = 1.2
 
 
 def main() -> None:
-    torch = torch_or_exit()
+    torch = torch_module()
     x_np, y_np = rng_batch((128, 784), 10)
 
     t_model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -203,6 +203,6 @@ def make_project(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture(scope="session")
-def distribution_folders() -> Iterator[dict[str, Path]]:
+def distribution_folders() -> dict[str, Path]:
     """Distribution name -> folder of every package under packages/."""
-    yield {name: folder for name, folder in project_folders().items() if folder != REFCPU}
+    return {name: folder for name, folder in project_folders().items() if folder != REFCPU}

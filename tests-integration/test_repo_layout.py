@@ -17,9 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = sorted(p.parent for p in (ROOT / "packages").glob("*/pyproject.toml"))
 IDS = [f.name for f in FOLDERS]
-# CuPy is the CUDA backend's array namespace, installed only where there is a GPU: code reaches
-# it only when the arrays it is given are CuPy's (pullback-cuda says how to install it).
-OPTIONAL_IMPORTS = {"cupy", "cupyx"}
+# Reached only when the arrays are on a CUDA device, which means pullback-cuda is installed (it
+# declares CuPy as it sees fit): CuPy itself and pullback.cuda's fused kernels.
+OPTIONAL_IMPORTS = {"cupy", "cupyx", "pullback.cuda"}
 
 
 def project(folder: Path) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def test_dependencies_are_exactly_what_the_code_imports(folder: Path) -> None:
             top = module.split(".")[0]
             if top in sys.stdlib_module_names or top == "__future__":
                 continue
-            if top in OPTIONAL_IMPORTS:
+            if top in OPTIONAL_IMPORTS or ".".join(module.split(".")[:2]) in OPTIONAL_IMPORTS:
                 continue
             if top == "pullback":
                 sub = ".".join(module.split(".")[:2])

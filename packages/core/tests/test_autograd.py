@@ -585,3 +585,20 @@ def test_create_graph_sees_values_from_before_a_recorded_in_place_op():
     assert g.item() == pytest.approx(8 * 0.7 + 10)
     (h,) = grad(g.sum(), x)
     assert h.item() == pytest.approx(8.0)
+
+
+def test_function_outputs_in_bfloat16_carry_gradients():
+    class Identity(Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = pb.ones(2, 3, dtype=pb.bfloat16, requires_grad=True)
+    y = Identity.apply(x)
+    assert y.requires_grad
+    y.float().sum().backward()
+    assert x.grad.dtype == pb.bfloat16 and x.grad.float().numpy().sum() == 6.0

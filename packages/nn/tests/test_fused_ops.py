@@ -134,3 +134,23 @@ def test_first_order_and_create_graph_agree_for_saved_paths():
         for a, b in zip(fast, exact):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b.detach()), rtol=1e-12,
                                        atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_low_precision_outputs_and_gradients_keep_their_dtype(dtype):
+    """ml_dtypes' bfloat16 matmul returns float32; the fused ops must hand back the input dtype."""
+    rng = np.random.default_rng(4)
+
+    def t(*shape):
+        return pullback.tensor(rng.standard_normal(shape)).to(dtype).requires_grad_()
+
+    x, w, b = t(2, 3, 4), t(5, 4), t(5)
+    img, kernel = t(1, 2, 5, 5), t(3, 2, 3, 3)
+    outs = [F.linear(x, w, b), F.conv2d(img, kernel, padding=1), F.conv_transpose2d(img, t(2, 3, 3, 3)),
+            F.scaled_dot_product_attention(x, x, x), F.layer_norm(x, (4,)), F.softmax(x, -1),
+            F.max_pool2d(img, 2), F.avg_pool2d(img, 2)]
+    for out in outs:
+        assert out.dtype == pullback.dtypes.to_dtype(dtype)
+        out.float().sum().backward()
+    for leaf in (x, w, b, img, kernel):
+        assert leaf.grad.dtype == pullback.dtypes.to_dtype(dtype)

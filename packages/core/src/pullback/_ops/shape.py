@@ -59,6 +59,7 @@ def _roll_grad(F: Any, g: Any, out: Any, x: Any, shifts: Any, axis: Any) -> Any:
 
 @CAT.def_grad
 def _cat_grad(F: Any, g: Any, out: Any, *xs: Any, axis: int = 0) -> Any:
+    axis %= g.ndim  # rules may call F.cat with a negative axis; the public cat normalizes it
     grads, start = [], 0
     for x in xs:
         stop = start + x.shape[axis]
@@ -70,6 +71,7 @@ def _cat_grad(F: Any, g: Any, out: Any, *xs: Any, axis: int = 0) -> Any:
 
 @STACK.def_grad
 def _stack_grad(F: Any, g: Any, out: Any, *xs: Any, axis: int = 0) -> Any:
+    axis %= g.ndim
     return tuple(F.getitem(g, key=(slice(None),) * axis + (i,)) for i in range(len(xs)))
 
 

@@ -27,6 +27,7 @@ import weakref
 from typing import Any
 
 from ..dispatch import state
+from ..dtypes import is_floating
 from ..errors import AutogradError
 from ..tensor import INFERENCE_VERSION, Tensor
 from ..graph import OutputSlot
@@ -217,7 +218,7 @@ class Function:
             mode.on_function_node(node)
         new_outs = []
         for i, o in enumerate(outs):
-            if not isinstance(o, Tensor) or id(o) in ctx._non_differentiable or o.dtype.kind != "f":
+            if not isinstance(o, Tensor) or id(o) in ctx._non_differentiable or not is_floating(o.dtype):
                 new_outs.append(o)
                 continue
             if any(o is a for a in args):  # an input returned as is: give it its own identity

@@ -55,10 +55,14 @@ def capture_stack(skip: int = 1) -> Frames:
     frames: list[tuple[CodeType, int]] = []
     append = frames.append
     users = USER_FRAMES
+    known = _inside_pullback
     while frame is not None and len(frames) < STACK_LIMIT:
         code = frame.f_code
         append((code, frame.f_lineno))
-        if not _is_pullback(code):
+        inside = known.get(code)  # inlined cache look-up: this loop runs for every op
+        if inside is None:
+            inside = _is_pullback(code)
+        if not inside:
             users -= 1
             if users == 0:
                 break

@@ -81,7 +81,7 @@ class AnomalyMode(DispatchMode):
                              self._running_backward())
 
     def _running_backward(self) -> Any:
-        """The node whose grad rule is running now (``create_graph=True`` backward), or None."""
+        """The node whose grad rule (or Function backward) is running ops now, or None."""
         node = self._backward_node
         return node if node is not None and _inside_engine() else None
 

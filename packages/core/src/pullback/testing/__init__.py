@@ -1,16 +1,23 @@
 """Verification tools for pullback and for anything built on it.
 
 * :func:`gradcheck` / :func:`gradgradcheck`: float64 central finite differences against
-  :func:`pullback.autograd.grad`, first and second order.
+  :func:`pullback.autograd.grad`, first and second order (:func:`compare_jacobians` and
+  :func:`vector_jacobian_product` are the pieces, for reports that want the numbers).
 * :mod:`pullback.testing.opdb`: the op database (sample inputs per op, PyTorch equivalents,
   error cases) that drives core's generated tests.
 * :mod:`pullback.testing.conformance`: a pytest plugin that runs the op database on any backend
   against the CPU (``pytest -p pullback.testing.conformance --backend NAME``).
 * ``python -m pullback.testing.report``: regenerates ``docs/gradcheck.md`` from a real run.
 
-Nothing here imports torch: PyTorch, where used as the oracle, is passed in as a module.
+Nothing here imports torch: PyTorch, where it is the oracle, is passed in as a module.
 """
 
-from .gradcheck import GradcheckError, JacobianComparison, compare_jacobians, gradcheck, gradgradcheck
+from .gradcheck import (
+    GradcheckError, JacobianComparison, compare_jacobians, gradcheck, gradgradcheck,
+    vector_jacobian_product,
+)
 
-__all__ = ["GradcheckError", "JacobianComparison", "compare_jacobians", "gradcheck", "gradgradcheck"]
+__all__ = [
+    "GradcheckError", "JacobianComparison", "compare_jacobians", "gradcheck", "gradgradcheck",
+    "vector_jacobian_product",
+]

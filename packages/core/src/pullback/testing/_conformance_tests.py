@@ -53,11 +53,6 @@ def test_gradients_flow_back_through_to(float_dtype: str, conformance_device: An
 
     if float_dtype not in conformance.dtypes(request.config):
         pytest.skip(f"{float_dtype} is not among --conformance-dtypes")
-    if float_dtype == "bfloat16" and conformance_device.type != "cpu":
-        # Core bug, reported: autograd Function (behind .to(device)) treats bfloat16 outputs
-        # as non-differentiable (it checks dtype.kind == "f"). Strict: fails once fixed.
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="core: Function outputs of dtype bfloat16 carry no gradient"))
     x = pb.ones(2, 3, dtype=float_dtype, requires_grad=True)
     pb.sum(x.to(conformance_device) * 3).backward()
     assert x.grad is not None and x.grad.device == x.device

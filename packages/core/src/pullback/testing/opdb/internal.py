@@ -133,6 +133,18 @@ def _copy_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
             Sample((Arg(mk((3, 4)), "transposed"),))]
 
 
+def _along_negative_axis_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+    """cat/stack called as grad rules call them: through apply, with a negative axis."""
+    mk = _mk(dtype, rng)
+    return [Sample((Arg(mk((2, 3))), Arg(mk((2, 3)))), {"axis": -1}),
+            Sample((Arg(mk((2, 3, 2))), Arg(mk((2, 3, 2))), Arg(mk((2, 3, 2)))), {"axis": -2})]
+
+
+def _torch_along(t: Any, name: str) -> Callable[..., Any]:
+    fn = getattr(t, name)
+    return lambda *xs, axis: fn(list(xs), dim=axis)
+
+
 _DOC = "Internal op, called directly; PyTorch's equivalent written out."
 
 RECORDS = [
@@ -156,4 +168,10 @@ RECORDS = [
              dtypes=FLOATS, samples=_swapaxes_samples, note=_DOC),
     OpRecord(name="op:copy", fn=_direct("copy"), torch=lambda t: t.clone, ops=("copy",),
              dtypes=FLOATS, samples=_copy_samples, note=_DOC),
+    OpRecord(name="op:cat", fn=_direct("cat"), torch=lambda t: _torch_along(t, "cat"),
+             ops=("cat",), dtypes=FLOATS, samples=_along_negative_axis_samples,
+             note=_DOC + " A negative axis, as grad rules pass it (the public cat normalizes)."),
+    OpRecord(name="op:stack", fn=_direct("stack"), torch=lambda t: _torch_along(t, "stack"),
+             ops=("stack",), dtypes=FLOATS, samples=_along_negative_axis_samples,
+             note=_DOC + " A negative axis, as grad rules pass it (the public stack normalizes)."),
 ]

@@ -31,7 +31,9 @@ def _sdpa_kernel(xp: Any) -> Any:
             scores = xp.where(seen, scores, -xp.inf)
         weights = softmax(scores, axis=-1)
         used = weights * keep if keep is not None else weights
-        return xp.matmul(used, v), (weights,)
+        out = xp.matmul(used, v)
+        # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
+        return (out if out.dtype == q.dtype else out.astype(q.dtype)), (weights,)
 
     return scaled_dot_product_attention
 

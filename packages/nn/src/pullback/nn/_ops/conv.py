@@ -45,14 +45,14 @@ def pad_input(xp: Any, x: Any, padding: Padding, value: float = 0.0) -> Any:
 
 
 def windows(xp: Any, xpad: Any, kernel: Pair, stride: Pair, dilation: Pair, out_hw: Pair) -> Any:
-    """A read-only view (N, C, kh, kw, Ho, Wo) of every window of the padded input."""
+    """A view (N, C, kh, kw, Ho, Wo) of every window of the padded input (windows overlap:
+    never write through it)."""
     n, c = xpad.shape[:2]
     s_n, s_c, s_h, s_w = xpad.strides
     return xp.lib.stride_tricks.as_strided(
         xpad,
         shape=(n, c, kernel[0], kernel[1], out_hw[0], out_hw[1]),
         strides=(s_n, s_c, s_h * dilation[0], s_w * dilation[1], s_h * stride[0], s_w * stride[1]),
-        writeable=False,
     )
 
 
@@ -92,7 +92,9 @@ def _convolve(xp: Any, x: Any, w: Any, stride: Pair, padding: Padding, dilation:
     o = w.shape[0]
     cols, (ho, wo) = _im2col(xp, x, w.shape[2:], stride, padding, dilation, groups)
     wmat = w.reshape(groups, o // groups, -1)
-    return xp.matmul(wmat, cols).reshape(x.shape[0], o, ho, wo), cols
+    y = xp.matmul(wmat, cols).reshape(x.shape[0], o, ho, wo)
+    # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
+    return (y if y.dtype == x.dtype else y.astype(x.dtype)), cols
 
 
 def _conv2d_kernel(xp: Any) -> Any:
@@ -137,7 +139,7 @@ def _input_grad_kernel(xp: Any) -> Any:
         (pt, pb), (pl, pr) = padding
         dxpad = xp.zeros((n, c, h + pt + pb, wi + pl + pr), dtype=cols.dtype)
         add_windows(xp, dxpad, cols, stride, dilation)
-        return crop(xp, dxpad, padding, (h, wi))
+        return crop(xp, dxpad, padding, (h, wi)).astype(g.dtype, copy=False)
 
     return conv2d_input_grad
 
@@ -157,7 +159,8 @@ def _weight_grad_kernel(xp: Any) -> Any:
         cols, _ = _im2col(xp, x, weight_shape[2:], stride, padding, dilation, groups)
         n, o = g.shape[:2]
         gmat = g.reshape(n, groups, o // groups, cols.shape[-1])
-        return xp.matmul(gmat, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
+        dw = xp.matmul(gmat, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
+        return dw.astype(x.dtype, copy=False)
 
     return conv2d_weight_grad
 

@@ -16,7 +16,8 @@ def _linear_kernel(xp: Any) -> Any:
         y = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
         if b is not None:
             y += b
-        return y
+        # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
+        return y if y.dtype == x.dtype else y.astype(x.dtype)
 
     return linear
 
