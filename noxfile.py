@@ -149,11 +149,12 @@ def _isolated_session(folder: str) -> None:
         # build tool ends up in the environment under test.
         session.run("python", "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
                     str(wheels), *(PACKAGES[f].path for f in needed))
-        session.install("--no-index", "--find-links", str(wheels), "--no-deps",
-                        *(PACKAGES[f].name for f in needed))
-        third_party = {str(r) for f in needed for r in PACKAGES[f].requires if not _is_ours(r)}
-        third_party |= {str(r) for r in PACKAGES[folder].test_requires if not _is_ours(r)}
-        session.install(*sorted(third_party))
+        built = {f: str(next(wheels.glob(f"{PACKAGES[f].name.replace('-', '_')}-*.whl")))
+                 for f in needed}
+        # pullback's distributions from these wheels only; then their third-party dependencies
+        # and the [test] extra, as the wheels' own metadata declares them, from the index.
+        session.install("--no-index", "--no-deps", *built.values())
+        session.install(*(w for f, w in built.items() if f != folder), f"{built[folder]}[test]")
         session.run("python", "-m", "pip", "check")
         session.run("python", "-c", _CHECK_INSTALLED, *(PACKAGES[f].name for f in needed))
         session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs)

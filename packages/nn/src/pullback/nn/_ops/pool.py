@@ -2,11 +2,11 @@
 backward.
 
 Max pooling routes the gradient to the first maximum of each window (PyTorch's choice for ties).
-Its backward finds, per window, the offset ``which`` (``p * kw + q``) of that maximum
-(``nn.max_pool2d_indices``; done in the backward so that inference never pays for it), then
-``nn.max_pool2d_backward(g, which)`` spreads ``g`` back to those positions. Its adjoint,
-``nn.max_pool2d_select(h, which)``, reads ``h`` at them: the two are each other's gradients, so
-``create_graph`` works through max pooling (``which`` is piecewise constant).
+Its backward ``nn.max_pool2d_backward(g, x, out)`` finds those positions by comparing each window
+offset of ``x`` with the pooled ``out`` (nothing is saved, so inference never pays for it) and
+spreads ``g`` back to them. Its adjoint, ``nn.max_pool2d_select(h, x, out)``, reads ``h`` at the
+same positions: the two are each other's gradients, so ``create_graph`` works through max
+pooling (``x`` and ``out`` only locate the maxima, which are piecewise constant).
 Average pooling is linear; it and its adjoint ``nn.avg_pool2d_grad`` are each other's gradients.
 
 All kernels loop over the ``kh*kw`` window offsets with strided views (no im2col copy, no
@@ -52,95 +52,81 @@ def _max_pool_kernel(xp: Any) -> Any:
     return max_pool2d
 
 
-def _max_pool_indices_kernel(xp: Any) -> Any:
-    def max_pool2d_indices(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
-                           dilation: Pair) -> Any:
-        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
-        best = win[:, :, 0, 0].copy()
-        index_type = xp.int8 if kernel_size[0] * kernel_size[1] <= 127 else xp.int64
-        which = xp.zeros(best.shape, dtype=index_type)
-        for p in range(kernel_size[0]):
-            for q in range(kernel_size[1]):
-                if p or q:
-                    candidate = win[:, :, p, q]
-                    better = candidate > best  # strict: ties keep the first maximum
-                    xp.maximum(best, candidate, out=best)
-                    # which = better ? k : which, in integer arithmetic (much faster than where)
-                    which += better * index_type(p * kernel_size[1] + q) - which * better
-        return which
-
-    return max_pool2d_indices
+def _first_max_masks(xp: Any, win: Any, out: Any) -> Any:
+    """For each window offset (p, q) in order, yield (p, q, mask of windows whose first maximum
+    sits there): equal to the max and not claimed by an earlier offset (PyTorch's tie rule)."""
+    taken = None
+    for p in range(win.shape[2]):
+        for q in range(win.shape[3]):
+            hit = win[:, :, p, q] == out
+            if taken is None:
+                taken = hit
+            else:
+                hit &= ~taken
+                taken |= hit
+            yield p, q, hit
 
 
 def _max_pool_backward_kernel(xp: Any) -> Any:
-    def max_pool2d_backward(g: Any, which: Any, *, input_shape: tuple[int, ...],
-                            kernel_size: Pair, stride: Pair, padding: Padding,
-                            dilation: Pair) -> Any:
-        n, c, h, w = input_shape
+    def max_pool2d_backward(g: Any, x: Any, out: Any, *, kernel_size: Pair, stride: Pair,
+                            padding: Padding, dilation: Pair) -> Any:
+        n, c, h, w = x.shape
         (pt, pb), (pl, pr) = padding
         dxpad = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=g.dtype)
-        kh, kw = kernel_size
         ho, wo = g.shape[2:]
         # Windows that do not overlap write disjoint positions: multiply straight into place.
         disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel_size))
-        for p in range(kh):
-            r = p * dilation[0]
-            rows = slice(r, r + stride[0] * (ho - 1) + 1, stride[0])
-            for q in range(kw):
-                s = q * dilation[1]
-                cols = slice(s, s + stride[1] * (wo - 1) + 1, stride[1])
-                hit = which == p * kw + q
-                if disjoint:
-                    xp.multiply(g, hit, out=dxpad[:, :, rows, cols])
-                else:
-                    dxpad[:, :, rows, cols] += g * hit
+        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
+        for p, q, hit in _first_max_masks(xp, win, out):
+            r, s = p * dilation[0], q * dilation[1]
+            target = dxpad[:, :, r:r + stride[0] * (ho - 1) + 1:stride[0],
+                           s:s + stride[1] * (wo - 1) + 1:stride[1]]
+            if disjoint:
+                xp.multiply(g, hit, out=target)
+            else:
+                target += g * hit
         return crop(xp, dxpad, padding, (h, w))
 
     return max_pool2d_backward
 
 
 def _max_pool_select_kernel(xp: Any) -> Any:
-    def max_pool2d_select(h: Any, which: Any, *, kernel_size: Pair, stride: Pair,
+    def max_pool2d_select(h: Any, x: Any, out: Any, *, kernel_size: Pair, stride: Pair,
                           padding: Padding, dilation: Pair) -> Any:
-        win = windows(xp, pad_input(xp, h, padding), kernel_size, stride, dilation,
-                      which.shape[2:])
-        out = xp.zeros(which.shape, dtype=h.dtype)
-        for p in range(kernel_size[0]):
-            for q in range(kernel_size[1]):
-                hit = which == p * kernel_size[1] + q
-                xp.copyto(out, win[:, :, p, q], where=hit)
-        return out
+        values = windows(xp, pad_input(xp, h, padding), kernel_size, stride, dilation,
+                         out.shape[2:])
+        picked = xp.zeros(out.shape, dtype=h.dtype)
+        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
+        for p, q, hit in _first_max_masks(xp, win, out):
+            xp.copyto(picked, values[:, :, p, q], where=hit)
+        return picked
 
     return max_pool2d_select
 
 
-MAX_POOL2D = Op("nn.max_pool2d", _max_pool_kernel, doc="max over 2-d windows")
-MAX_POOL2D_INDICES = Op("nn.max_pool2d_indices", _max_pool_indices_kernel, differentiable=False,
-                        doc="offset p*kw+q of each 2-d window's first max (int64)")
-MAX_POOL2D_BACKWARD = Op("nn.max_pool2d_backward", _max_pool_backward_kernel, save_inputs=False,
-                         doc="g spread back to each window's max position (max_pool2d's vjp)")
-MAX_POOL2D_SELECT = Op("nn.max_pool2d_select", _max_pool_select_kernel, save_inputs=False,
-                       doc="h read at each window's max position (adjoint of the backward)")
+MAX_POOL2D = Op("nn.max_pool2d", _max_pool_kernel, save_output=True, doc="max over 2-d windows")
+MAX_POOL2D_BACKWARD = Op("nn.max_pool2d_backward", _max_pool_backward_kernel,
+                         doc="g(out) spread back to each window's first max in x")
+MAX_POOL2D_SELECT = Op("nn.max_pool2d_select", _max_pool_select_kernel,
+                       doc="h read at each window's first max in x (adjoint of the backward)")
 
 
 @MAX_POOL2D.def_grad
 def _max_pool_grad(F: Any, g: Any, out: Any, x: Any, **geometry: Any) -> Any:
-    # The positions of the maxima are found here rather than saved by the forward, so that
-    # inference (no backward) never pays for them.
-    which = op_in(F, MAX_POOL2D_INDICES)(x, **geometry)
-    return (op_in(F, MAX_POOL2D_BACKWARD)(g, which, input_shape=tuple(x.shape), **geometry),)
+    return (op_in(F, MAX_POOL2D_BACKWARD)(g, x, out, **geometry),)
 
 
 @MAX_POOL2D_BACKWARD.def_grad
-def _max_pool_backward_grad(F: Any, h: Any, out: Any, g: Any, which: Any, *, input_shape: Any,
+def _max_pool_backward_grad(F: Any, h: Any, out: Any, g: Any, x: Any, pooled: Any,
                             **geometry: Any) -> Any:
-    return (op_in(F, MAX_POOL2D_SELECT)(h, which, **geometry), None)
+    # x and the pooled maxima only say *where* the maxima are: piecewise constant, no gradient.
+    return (op_in(F, MAX_POOL2D_SELECT)(h, x, pooled, **geometry), None, None)
 
 
 @MAX_POOL2D_SELECT.def_grad
-def _max_pool_select_grad(F: Any, g: Any, out: Any, h: Any, which: Any, **geometry: Any) -> Any:
-    return (op_in(F, MAX_POOL2D_BACKWARD)(g, which, input_shape=tuple(h.shape), **geometry),
-            None)
+def _max_pool_select_grad(F: Any, g: Any, out: Any, h: Any, x: Any, pooled: Any,
+                          **geometry: Any) -> Any:
+    return (op_in(F, MAX_POOL2D_BACKWARD)(g, x, pooled, **geometry), None, None)
 
 
 def _divisor(xp: Any, shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Padding,
