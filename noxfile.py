@@ -31,6 +31,15 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 ORACLE_PYTHON = "3.11"
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
+
+def _data_env() -> dict[str, str]:
+    """$PULLBACK_DATA for test runs: as given, else the shared data folder beside the checkout
+    when it exists (the GPT tests read TinyShakespeare through it and never download)."""
+    if "PULLBACK_DATA" in os.environ:
+        return {"PULLBACK_DATA": os.environ["PULLBACK_DATA"]}
+    shared = ROOT.parent / "shared" / "data"
+    return {"PULLBACK_DATA": str(shared)} if shared.is_dir() else {}
+
 nox.options.sessions = ["tests"]
 
 
@@ -112,13 +121,14 @@ _use_pyenv_interpreters()
 def tests(session: nox.Session) -> None:
     """Every package installed editable in one environment; the whole test suite."""
     session.install(*_editable(list(PACKAGES)), "-r", "tests-integration/requirements.txt")
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", *session.posargs, env=_data_env())
 
 
 def _tests_session(folder: str) -> None:
     def run_tests(session: nox.Session) -> None:
         session.install(*_editable(_with_dependencies(folder, tests=True)))
-        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs)
+        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs,
+                    env=_data_env())
 
     run_tests.__doc__ = f"{PACKAGES[folder].name}'s tests; it and its dependencies editable."
     nox.session(name=f"tests-{folder}", python=PYTHONS)(run_tests)
@@ -157,7 +167,8 @@ def _isolated_session(folder: str) -> None:
         session.install(*(w for f, w in built.items() if f != folder), f"{built[folder]}[test]")
         session.run("python", "-m", "pip", "check")
         session.run("python", "-c", _CHECK_INSTALLED, *(PACKAGES[f].name for f in needed))
-        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs)
+        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs,
+                    env=_data_env())
 
     run_isolated.__doc__ = f"{PACKAGES[folder].name} alone, from its wheel (and its dependencies')."
     nox.session(name=f"isolated-{folder}", python=ORACLE_PYTHON)(run_isolated)

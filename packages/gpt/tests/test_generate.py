@@ -7,7 +7,7 @@ import pytest
 
 import pullback as pb
 
-from conftest import TINY
+from gpt_support import TINY
 
 
 def _uncached_greedy(model, idx, n):

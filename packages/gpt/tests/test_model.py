@@ -10,7 +10,7 @@ import pytest
 import pullback as pb
 from pullback.gpt import GPT, GPTConfig
 
-from conftest import TINY
+from gpt_support import TINY
 
 
 def test_forward_shapes_and_loss(tiny_model):

@@ -14,7 +14,7 @@ from pullback.gpt import load_checkpoint
 from pullback.gpt.cli import main
 from pullback.gpt.train import train
 
-from conftest import tiny_train_config
+from gpt_support import tiny_train_config
 
 
 def _losses(out):

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import numpy as np
 
-from ._cpu_parallel import parallel_elementwise, parallel_matmul, single_threaded_blas
+from ._cpu_parallel import parallel_elementwise
 from .device import Backend
-
-
-def _numpy_namespace() -> types.ModuleType:
-    """NumPy with a multi-threaded ``matmul``: the CPU backend's array namespace.
-
-    Every generic kernel that calls ``xp.matmul`` (core's matmul, nn's linear, conv and
-    attention...) gets the threaded product without knowing about it.
-    """
-    namespace = types.ModuleType("numpy", "NumPy, with pullback's multi-threaded matmul")
-    namespace.__dict__.update({k: v for k, v in np.__dict__.items() if not k.startswith("__")})
-    namespace.matmul = parallel_matmul
-    return namespace
 
 
 class CPUBackend(Backend):
@@ -31,12 +18,10 @@ class CPUBackend(Backend):
 
     def __init__(self) -> None:
         self._generator = np.random.Generator(np.random.PCG64(0))
-        self._xp = _numpy_namespace()
-        single_threaded_blas()
 
     @property
     def xp(self) -> Any:
-        return self._xp
+        return np
 
     @property
     def array_type(self) -> type:

@@ -1,14 +1,10 @@
-"""Kernels on several CPU threads: large elementwise ops and matrix products.
+"""Large elementwise kernels on several CPU threads.
 
 NumPy's ufuncs run on one core but release the GIL, so a large elementwise op split into row
 blocks runs on all cores. Small arrays take the direct path: the check costs a few hundred
-nanoseconds, which the per-op overhead benchmark keeps honest.
-
-Matrix products split the same way (rows of a matrix, or matrices of a stack) over
-single-threaded BLAS calls. OpenBLAS's own threads synchronize on every call, which costs more
-than the work on the small matrices of attention (a stack of 192 products of 128x32 by 32x128
-measured 10x slower with two OpenBLAS threads than with one on a busy 2-core machine), so the
-CPU backend sets BLAS to one thread and owns the parallelism (see :func:`set_num_threads`).
+nanoseconds, which the per-op overhead benchmark keeps honest. (Matrix products need nothing
+here: BLAS threads them itself, and OpenBLAS's threading measured faster than splitting rows
+over single-threaded calls: 129 against 71 GFLOP/s for (2048, 128) @ (128, 384) on 2 cores.)
 """
 
 from __future__ import annotations
@@ -37,8 +33,7 @@ def get_num_threads() -> int:
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads for large elementwise kernels and matrix products on the CPU
-    (1 turns threading off)."""
+    """Set the number of threads for large elementwise CPU kernels (1 turns threading off)."""
     global _threads, _pool
     if n < 1:
         raise ValueError(f"set_num_threads: expected a positive count, got {n}")
@@ -47,13 +42,6 @@ def set_num_threads(n: int) -> None:
         if _pool is not None:
             _pool.shutdown(wait=False)
             _pool = None
-
-
-def single_threaded_blas() -> None:
-    """Make BLAS use one thread; :func:`parallel_matmul` splits the work instead."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1, user_api="blas")
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -75,52 +63,85 @@ def _row_block(a: Any, ndim: int, lo: int, hi: int) -> Any:
 def parallel_elementwise(kernel: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``kernel`` (an elementwise function of arrays) in row blocks on several threads.
 
-    Each thread walks its share of rows in blocks of about ``BLOCK_ELEMENTS``: a kernel made of
-    several NumPy passes (sigmoid, gelu) then re-reads data from cache instead of memory.
+    A kernel that is one ufunc (``kernel.ufunc``, or the kernel itself) writes each thread's
+    rows straight into the output (``out=``). Any other kernel is several NumPy passes (sigmoid,
+    gelu, a fused backward): each thread walks its rows in blocks of about ``BLOCK_ELEMENTS``,
+    so the later passes re-read data from cache instead of memory.
     """
+    ufunc = kernel if isinstance(kernel, np.ufunc) else getattr(kernel, "ufunc", None)
+    if ufunc is not None:
+        return _parallel_ufunc(kernel, ufunc)
 
     def run(*arrays: Any, **attrs: Any) -> Any:
-        big = False
         for a in arrays:
             if a.__class__ is np.ndarray and a.size >= MIN_PARALLEL_ELEMENTS:
+                return _blocked(kernel, arrays, attrs)
+        return kernel(*arrays, **attrs)
+
+    run.__wrapped__ = kernel  # type: ignore[attr-defined]
+    return run
+
+
+def _parallel_ufunc(kernel: Callable[..., Any], ufunc: Any) -> Callable[..., Any]:
+    """The runner of a one-ufunc kernel; on small arrays it is one check and the ufunc itself
+    (this is every ``x + y`` of the per-op overhead benchmark)."""
+
+    def run(*arrays: Any) -> Any:
+        big = False
+        for a in arrays:
+            if a.__class__ is not np.ndarray:
+                # A Python number: the kernel applies its promotion rules (bfloat16's weak
+                # scalars); large arrays still go through the blocked path.
+                return _blocked(kernel, arrays, {}) if _any_big(arrays) else kernel(*arrays)
+            if a.size >= MIN_PARALLEL_ELEMENTS:
                 big = True
-                break
-        if not big:
-            return kernel(*arrays, **attrs)
-        shape = np.broadcast_shapes(*(a.shape for a in arrays if isinstance(a, np.ndarray)))
-        if not shape or shape[0] < 2:
-            return kernel(*arrays, **attrs)
-        ndim = len(shape)
-        rows = shape[0]
-        step = max(1, BLOCK_ELEMENTS * rows // max(int(np.prod(shape)), 1))
-        starts = list(range(0, rows, step))
-        first = kernel(*(_row_block(a, ndim, 0, min(step, rows)) for a in arrays), **attrs)
-        out = np.empty(shape, dtype=first.dtype)
-        out[: min(step, rows)] = first
+        if not big or _threads == 1:
+            return ufunc(*arrays)
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        if len(shape) == 0 or shape[0] < 2:
+            return ufunc(*arrays)
+        ndim, rows = len(shape), shape[0]
+        out = np.empty(shape, dtype=ufunc(*(a.reshape(-1)[:1] for a in arrays)).dtype)
 
-        def work(block_starts: list[int]) -> None:
-            for lo in block_starts:
-                hi = min(lo + step, rows)
-                out[lo:hi] = kernel(*(_row_block(a, ndim, lo, hi) for a in arrays), **attrs)
+        def rows_into_out(lo: int, hi: int) -> None:
+            ufunc(*(_row_block(a, ndim, lo, hi) for a in arrays), out=out[lo:hi])
 
-        rest = starts[1:]
-        n = min(_threads, len(rest)) if rest else 0
-        shares = [rest[i * len(rest) // n:(i + 1) * len(rest) // n] for i in range(n)] if n else []
-        futures = [_executor().submit(work, share) for share in shares[1:]]
-        if shares:
-            work(shares[0])
-        for f in futures:
-            f.result()
+        _run_split(rows_into_out, rows)
         return out
 
     run.__wrapped__ = kernel  # type: ignore[attr-defined]
     return run
 
 
-# Below this many multiply-adds a product runs in one call (a thread hand-off costs ~20 us).
-MIN_PARALLEL_FLOPS = 1 << 21
-_OUT_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
-                                                 np.complex128))
+def _any_big(arrays: tuple[Any, ...]) -> bool:
+    return any(a.__class__ is np.ndarray and a.size >= MIN_PARALLEL_ELEMENTS for a in arrays)
+
+
+def _blocked(kernel: Callable[..., Any], arrays: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
+    """``kernel`` over row blocks of about ``BLOCK_ELEMENTS``, the blocks shared by threads."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays if isinstance(a, np.ndarray)))
+    if _threads == 1 or not shape or shape[0] < 2:
+        return kernel(*arrays, **attrs)
+    ndim, rows = len(shape), shape[0]
+    step = max(1, BLOCK_ELEMENTS * rows // max(int(np.prod(shape)), 1))
+    first = kernel(*(_row_block(a, ndim, 0, min(step, rows)) for a in arrays), **attrs)
+    out = np.empty(shape, dtype=first.dtype)
+    out[: min(step, rows)] = first
+
+    def blocks(lo: int, hi: int) -> None:
+        for start in range(lo, hi, step):
+            stop = min(start + step, hi)
+            out[start:stop] = kernel(*(_row_block(a, ndim, start, stop) for a in arrays), **attrs)
+
+    block_starts = range(min(step, rows), rows, step)  # the blocks after the first
+
+    def block_range(i: int, j: int) -> None:
+        blocks(block_starts[i], min(block_starts[j - 1] + step, rows))
+
+    if block_starts:
+        _run_split(block_range, len(block_starts))
+    return out
+
 
 
 def _run_split(work: Callable[[int, int], None], n: int) -> None:
@@ -131,42 +152,3 @@ def _run_split(work: Callable[[int, int], None], n: int) -> None:
     work(bounds[0], bounds[1])
     for f in futures:
         f.result()
-
-
-def parallel_matmul(x: Any, y: Any) -> Any:
-    """``np.matmul(x, y)`` split over threads: rows of a matrix, or matrices of a stack."""
-    if (_threads == 1 or x.__class__ is not np.ndarray or y.__class__ is not np.ndarray
-            or x.ndim == 0 or y.ndim == 0):
-        return np.matmul(x, y)
-    dtype = np.result_type(x, y)
-    m = x.shape[-2] if x.ndim > 1 else 1
-    k = x.shape[-1]
-    n = y.shape[-1] if y.ndim > 1 else 1
-    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
-    if dtype not in _OUT_DTYPES or m * n * k * int(np.prod(batch)) < MIN_PARALLEL_FLOPS:
-        return np.matmul(x, y)
-    if batch:
-        out = np.empty(batch + (m, n), dtype=dtype)
-        nd = len(batch) + 2
-
-        def stack_part(lo: int, hi: int) -> None:
-            np.matmul(_lead_block(x, nd, lo, hi), _lead_block(y, nd, lo, hi), out=out[lo:hi])
-
-        _run_split(stack_part, batch[0])
-        return out
-    if x.ndim == 2 and m >= 2 * _threads:
-        out = np.empty((m, n) if y.ndim == 2 else (m,), dtype=dtype)
-
-        def row_part(lo: int, hi: int) -> None:
-            np.matmul(x[lo:hi], y, out=out[lo:hi])
-
-        _run_split(row_part, m)
-        return out
-    return np.matmul(x, y)
-
-
-def _lead_block(a: Any, ndim: int, lo: int, hi: int) -> Any:
-    """Slice ``lo:hi`` of the leading stack axis of a matmul operand aligned to ``ndim`` dims."""
-    if a.ndim < ndim or a.shape[0] == 1:
-        return a
-    return a[lo:hi]

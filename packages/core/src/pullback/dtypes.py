@@ -90,6 +90,16 @@ def is_floating(dtype: np.dtype) -> bool:
     return dtype.kind == "f" or (bfloat16 is not None and dtype == bfloat16)
 
 
+def finfo(dtype: Any) -> Any:
+    """Machine limits of a floating dtype (``eps``, ``max``, ``tiny``...), bfloat16 included."""
+    dt = to_dtype(dtype)
+    if bfloat16 is not None and dt == bfloat16:
+        return _ml_dtypes.finfo(dt)
+    if not is_floating(dt):
+        raise DTypeError(f"finfo: {dt} is not a floating dtype")
+    return np.finfo(dt)
+
+
 def result_float_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype an op that must produce floats (mean, exp of ints...) gives for ``dtype``."""
     return dtype if is_floating(dtype) else _default.value

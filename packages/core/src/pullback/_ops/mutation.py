@@ -3,8 +3,9 @@
 Without a graph to record (grad off, or nothing requires grad) an in-place op writes into the
 existing array (bumping the version counter), so that views and optimizers see the change. When
 the op must be recorded, the result is computed out of place and the tensor is re-pointed at it
-and at the new graph node: arrays saved for backward stay intact (so this is not an error). Recording an in-place op on a tensor that requires grad
-and shares memory with a view is refused, since the view's graph would silently go stale.
+and at the new graph node: arrays saved for backward stay intact (so this is not an error).
+Recording an in-place op on a tensor that requires grad and shares memory with a view is
+refused, since the view's graph would silently go stale.
 """
 
 from __future__ import annotations

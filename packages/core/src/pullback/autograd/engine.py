@@ -275,7 +275,7 @@ def _run_rule(
     if rule is None:
         raise AutogradError(f"op '{op.name}' has no grad rule (it is not differentiable)")
     if node.versions:
-        for i, (counter, value) in enumerate(node.versions):
+        for counter, value in node.versions:
             if counter[0] != value:
                 raise AutogradError(
                     f"a tensor saved by op '{op.name}' for backward was modified in place "

@@ -133,6 +133,30 @@ def _copy_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
             Sample((Arg(mk((3, 4)), "transposed"),))]
 
 
+def _gelu_backward_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+    mk = _mk(dtype, rng)
+    return [Sample((Arg(mk((3, 4))), Arg(mk((3, 4)))), {"approximate": approx})
+            for approx in ("none", "tanh")] + [
+        Sample((Arg(mk((2, 3))), Arg(mk((2, 3)), "transposed")), {"approximate": "none"}),
+        Sample((Arg(mk(())), Arg(mk(()))), {"approximate": "tanh"})]
+
+
+def _output_backward_samples(low: float, high: float) -> Callable[..., list[Sample]]:
+    """(g, y) pairs for an activation's backward from its output y in (low, high)."""
+
+    def samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+        mk = _mk(dtype, rng)
+
+        def outputs(shape: tuple[int, ...]) -> np.ndarray:
+            return rng.uniform(low, high, shape).astype(dtype)
+
+        return [Sample((Arg(mk((3, 4))), Arg(outputs((3, 4))))),
+                Sample((Arg(mk((2, 3))), Arg(outputs((3, 2)).T.copy(), "transposed"))),
+                Sample((Arg(mk(())), Arg(outputs(()))))]
+
+    return samples
+
+
 def _along_negative_axis_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
     """cat/stack called as grad rules call them: through apply, with a negative axis."""
     mk = _mk(dtype, rng)
@@ -168,6 +192,20 @@ RECORDS = [
              dtypes=FLOATS, samples=_swapaxes_samples, note=_DOC),
     OpRecord(name="op:copy", fn=_direct("copy"), torch=lambda t: t.clone, ops=("copy",),
              dtypes=FLOATS, samples=_copy_samples, note=_DOC),
+    OpRecord(name="op:gelu_backward", fn=_direct("gelu_backward"),
+             torch=lambda t: lambda g, x, approximate="none": t.ops.aten.gelu_backward(
+                 g, x, approximate=approximate),
+             ops=("gelu_backward",), dtypes=FLOATS, samples=_gelu_backward_samples,
+             note=_DOC + " GELU's gradient as one op."),
+    OpRecord(name="op:tanh_backward", fn=_direct("tanh_backward"),
+             torch=lambda t: lambda g, y: t.ops.aten.tanh_backward(g, y),
+             ops=("tanh_backward",), dtypes=FLOATS, samples=_output_backward_samples(-0.95, 0.95),
+             note=_DOC + " tanh's gradient from its output."),
+    OpRecord(name="op:sigmoid_backward", fn=_direct("sigmoid_backward"),
+             torch=lambda t: lambda g, y: t.ops.aten.sigmoid_backward(g, y),
+             ops=("sigmoid_backward",), dtypes=FLOATS,
+             samples=_output_backward_samples(0.05, 0.95),
+             note=_DOC + " sigmoid's gradient from its output."),
     OpRecord(name="op:cat", fn=_direct("cat"), torch=lambda t: _torch_along(t, "cat"),
              ops=("cat",), dtypes=FLOATS, samples=_along_negative_axis_samples,
              note=_DOC + " A negative axis, as grad rules pass it (the public cat normalizes)."),

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
 
 import pullback
 from pullback.dispatch import apply
+from pullback.dtypes import finfo
 from pullback.errors import ShapeError
 from pullback.tensor import Tensor
 
@@ -44,18 +44,10 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tenso
     shape = _normalized_shape(normalized_shape)
     _check_trailing("rms_norm", input, shape)
     if eps is None:
-        eps = _machine_eps(input.dtype)
+        eps = float(finfo(input.dtype).eps)
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     out = input * pullback.rsqrt(pullback.mean(input * input, axis=axes, keepdims=True) + eps)
     return out * weight if weight is not None else out
-
-
-def _machine_eps(dtype: Any) -> float:
-    if dtype.kind == "V":  # bfloat16 comes from ml_dtypes, which has its own finfo
-        import ml_dtypes
-
-        return float(ml_dtypes.finfo(dtype).eps)
-    return float(np.finfo(dtype).eps)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
