@@ -35,7 +35,7 @@ bool_ = np.dtype("bool")
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
 long, int = int64, int32  # noqa: A001
 
-_NAMES = {
+_NAMES: dict[str, np.dtype | None] = {
     "float16": float16, "half": float16, "float32": float32, "float": float32,
     "float64": float64, "double": float64, "int8": int8, "int16": int16, "int32": int32,
     "int64": int64, "long": int64, "uint8": uint8, "bool": bool_, "bfloat16": bfloat16,

@@ -6,7 +6,7 @@ so a graph holds no reference cycle and is freed as soon as its last output Tens
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .registry import Op
 from .errors import AutogradError
@@ -38,6 +38,18 @@ class Node:
         "op", "args", "arrays", "attrs", "out_data", "saved", "device", "edges", "versions",
         "hooks", "retained", "meta", "__weakref__",
     )
+    op: Op
+    args: tuple[Any, ...] | None
+    arrays: list[Any] | None
+    attrs: dict[str, Any]
+    out_data: Any
+    saved: Any
+    device: Any
+    edges: list[Any] | None
+    versions: list[tuple[list[Any], Any]] | None
+    hooks: list[Callable[..., Any]] | None
+    retained: Any
+    meta: Any
 
     def __init__(
         self,
@@ -59,8 +71,8 @@ class Node:
         self.hooks = None
         self.retained = None
         self.meta = None
-        edges = []
-        versions = [] if op.save_inputs else None
+        edges: list[Any] = []
+        versions: list[tuple[list[Any], Any]] | None = [] if op.save_inputs else None
         for a in args:
             if not isinstance(a, Tensor):
                 edges.append(None)

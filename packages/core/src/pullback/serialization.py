@@ -108,7 +108,7 @@ def _encode(obj: Any, path: str, arrays: dict[str, np.ndarray], names_by_id: dic
             ref = _tensor_name(path, arrays)
             names_by_id[id(obj)] = ref
             arrays[ref] = _host_array(obj)
-        info = {"__tensor__": ref, "dtype": str(arrays[ref].dtype)}
+        info: dict[str, str | bool] = {"__tensor__": ref, "dtype": str(arrays[ref].dtype)}
         if isinstance(obj, Tensor):
             info["device"] = str(obj.device)
             info["requires_grad"] = bool(obj.requires_grad)

@@ -6,13 +6,18 @@ Methods are thin: each calls a function of :mod:`pullback._ops` (so that ``x.exp
 
 from __future__ import annotations
 
+import builtins
 import weakref
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
 from .dtypes import is_floating, to_dtype
 from .errors import AutogradError, DTypeError
+
+if TYPE_CHECKING:
+    from .device import Device
+    from .graph import Node, OutputSlot
 
 _default_device: Any = None
 
@@ -48,13 +53,27 @@ class Tensor:
     )
     __array_priority__ = 1000  # NumPy defers to our reflected operators (ndarray * Tensor)
 
+    data: Any
+    device: Device
+    grad: Tensor | None
+    _requires_grad: builtins.bool
+    _node: Node | OutputSlot | None  # a Function's outputs get an OutputSlot of its node
+    _version: list[Any]  # [count] or [count, True] once views share it
+    _base: Tensor | None
+    _hooks: list[Callable[[Tensor], Tensor | None]] | None
+
     def __init__(self, data: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
         from .creation import _array_from
 
         arr, dev = _array_from(data, dtype, device)
-        self.data = arr
-        self.device = dev
+        self._init_leaf(arr, dev, requires_grad)
+
+    def _init_leaf(self, data: Any, device: Device, requires_grad: bool) -> None:
+        """Fill the slots of a new leaf around the backend array ``data`` (for ``__init__`` of
+        Tensor and of subclasses such as ``pullback.nn.Parameter``)."""
+        self.data = data
+        self.device = device
         self.grad = None
         self._node = None
         self._version = [0]
@@ -280,7 +299,7 @@ class Tensor:
         """Move to the CPU."""
         return self.to("cpu")
 
-    def cuda(self, index: int = 0) -> Tensor:
+    def cuda(self, index: builtins.int = 0) -> Tensor:
         """Move to ``cuda:index`` (needs pullback-cuda)."""
         return self.to(f"cuda:{index}")
 
@@ -307,7 +326,7 @@ class Tensor:
             extra.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extra) + ")"
 
-    def __len__(self) -> int:
+    def __len__(self) -> builtins.int:
         if self.data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self.data.shape[0]
@@ -317,7 +336,7 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(_ops.unbind(self, 0))
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> builtins.bool:
         if self.data.size != 1:
             raise ValueError(
                 f"the truth value of a tensor with {self.data.size} elements is ambiguous; "
@@ -325,13 +344,13 @@ class Tensor:
             )
         return bool(self.item())
 
-    def __float__(self) -> float:
+    def __float__(self) -> builtins.float:
         return float(self.item())
 
-    def __int__(self) -> int:
+    def __int__(self) -> builtins.int:
         return int(self.item())
 
-    def __index__(self) -> int:
+    def __index__(self) -> builtins.int:
         if self.data.dtype.kind not in "iu" or self.data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
@@ -450,11 +469,11 @@ class Tensor:
     def __itruediv__(self, other: Any) -> Tensor:
         return self.div_(other)
 
-    def add_(self, other: Any, *, alpha: float = 1) -> Tensor:
+    def add_(self, other: Any, *, alpha: builtins.float = 1) -> Tensor:
         """In place ``self += alpha * other``."""
         return _ops.inplace(self, _ops.add, other, alpha=alpha)
 
-    def sub_(self, other: Any, *, alpha: float = 1) -> Tensor:
+    def sub_(self, other: Any, *, alpha: builtins.float = 1) -> Tensor:
         """In place ``self -= alpha * other``."""
         return _ops.inplace(self, _ops.sub, other, alpha=alpha)
 
@@ -502,13 +521,19 @@ class Tensor:
         """Fill with ``value``."""
         return _ops.fill_(self, value)
 
-    def uniform_(self, low: float = 0.0, high: float = 1.0) -> Tensor:
+    def uniform_(self, low: builtins.float = 0.0, high: builtins.float = 1.0) -> Tensor:
         """Fill with samples from U(low, high) (the device's seeded generator)."""
         return _ops.fill_random_(self, "uniform", low, high)
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0) -> Tensor:
         """Fill with samples from N(mean, std^2) (the device's seeded generator)."""
         return _ops.fill_random_(self, "normal", mean, std)
+
+    if TYPE_CHECKING:
+        # The methods _install_methods() copies from _ops.TENSOR_METHODS at import (``x.sum(0)``
+        # is ``_ops.sum(x, 0)``) are invisible to mypy: type them as Any. Type checking only;
+        # at run time a missing attribute is a plain AttributeError.
+        def __getattr__(self, name: str) -> Any: ...
 
 
 class _HookHandle:

@@ -44,6 +44,7 @@ class _Checkpoint(Function):
         for a in ctx.args:
             if a is None:
                 t = next(saved)
+                assert t is not None  # forward saved exactly the Tensor arguments
                 inputs.append(t.detach().requires_grad_(t.requires_grad))
             else:
                 inputs.append(a)

@@ -183,6 +183,7 @@ def run_backward(
                 continue
             if node.args is None:
                 raise AutogradError(_FREED.format(node.name))
+            F: Any  # the Tensor namespace, or a backend's RawNamespace
             if create_graph:
                 F = tensor_namespace
             else:
@@ -287,6 +288,7 @@ def _run_rule(
         kwargs = {**kwargs, "saved": node.saved}
     if op._grad_wants_needs:
         kwargs = {**kwargs, "needs": _needs(node, reach, wanted_leaves)}
+    ins: Sequence[Any]
     if create_graph:
         ins = _inputs_as_recorded(node)
         out = None
@@ -295,7 +297,7 @@ def _run_rule(
             out._node, out._requires_grad = node, True
         result = rule(F, g, out, *ins, **kwargs)
     else:
-        ins = node.arrays
+        ins = node.arrays  # type: ignore[assignment]  # not None: run_backward checked args
         result = rule(F, g, node.out_data, *ins, **kwargs)
     if result.__class__ is not tuple or len(result) != len(ins):
         got = len(result) if isinstance(result, (tuple, list)) else type(result).__name__
@@ -313,7 +315,8 @@ def _inputs_as_recorded(node: Node) -> tuple[Any, ...]:
     old value and graph position, rebuilt here from the saved array and edge.
     """
     ins = []
-    for a, arr, edge in zip(node.args, node.arrays, node.edges):
+    # Not None: run_backward checked args (no assert on this path).
+    for a, arr, edge in zip(node.args, node.arrays, node.edges):  # type: ignore[arg-type]
         if isinstance(a, Tensor) and a.data is not arr:
             a = Tensor._wrap(arr, node.device)
             if edge is not None:
@@ -349,9 +352,9 @@ def _finish_leaves(
     for tensor, g in leaf_grads.values():
         if tensor._hooks:
             for hook in tensor._hooks:
-                out = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, tensor.device))
-                if out is not None:
-                    g = out if create_graph else out.data
+                hooked = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, tensor.device))
+                if hooked is not None:
+                    g = hooked if create_graph else hooked.data
         if not accumulate:
             results[id(tensor)] = g
             continue

@@ -24,7 +24,7 @@ backward written with Tensor ops is itself differentiable.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..dispatch import state
 from ..dtypes import is_floating
@@ -44,7 +44,15 @@ class FunctionCtx:
         self.materialize_grads = True
         self._saved: tuple[Any, ...] = ()
         self._non_differentiable: set[int] = set()
-        self._node: Any = None  # weak reference to the FunctionNode (no cycle node -> ctx -> node)
+        # weak reference to the FunctionNode (no cycle node -> ctx -> node)
+        self._node: weakref.ref[FunctionNode] | None = None
+
+    if TYPE_CHECKING:
+        # Users keep arbitrary state on ctx (``ctx.scale = s``); tell mypy so. Type checking
+        # only: at run time a missing attribute is a plain AttributeError.
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def save_for_backward(self, *tensors: Tensor | None) -> None:
         """Keep tensors for ``backward`` (read them back with :attr:`saved_tensors`).
@@ -91,7 +99,7 @@ class _SavedOutput:
     def __init__(self, t: Tensor, index: int) -> None:
         self.data, self.device, self.index = t.data, t.device, index
 
-    def unpack(self, node: FunctionNode) -> Tensor:
+    def unpack(self, node: FunctionNode | None) -> Tensor:
         t = Tensor._wrap(self.data, self.device)
         t._node, t._requires_grad = OutputSlot(node, self.index), True
         return t
@@ -104,16 +112,27 @@ class FunctionNode:
         "fn", "ctx", "args", "edges", "device", "n_outputs", "out_meta", "versions", "meta",
         "output_hooks", "output_retained", "__weakref__",
     )
+    fn: type[Function]
+    ctx: FunctionCtx | None  # None (like args and edges) once backward released the node
+    args: tuple[Any, ...] | None
+    edges: list[Any] | None
+    device: Any
+    n_outputs: int
+    out_meta: list[tuple[tuple[int, ...], Any, Any] | None]
+    versions: list[tuple[list[Any], Any]] | None
+    meta: Any
+    output_hooks: dict[int, Any]
+    output_retained: dict[int, Any]
 
-    def __init__(self, fn: type, ctx: FunctionCtx, args: tuple[Any, ...], outs: tuple[Any, ...],
-                 device: Any) -> None:
+    def __init__(self, fn: type[Function], ctx: FunctionCtx, args: tuple[Any, ...],
+                 outs: tuple[Any, ...], device: Any) -> None:
         self.fn = fn
         self.ctx = ctx
         self.args = args
         self.device = device
         self.n_outputs = len(outs)
-        self.output_hooks: dict[int, Any] = {}
-        self.output_retained: dict[int, Any] = {}
+        self.output_hooks = {}
+        self.output_retained = {}
         self.out_meta = [(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None
                          for o in outs]
         self.edges = [
@@ -149,7 +168,8 @@ class FunctionNode:
                         f"a tensor saved by {self.name} for backward was modified in place "
                         f"afterwards (version {counter[0]}, expected {value})"
                     )
-        ctx = self.ctx
+        ctx, args = self.ctx, self.args
+        assert ctx is not None and args is not None, "the engine runs only unreleased nodes"
         wrapped = []
         for g, meta in zip(grads, self.out_meta):
             if g is None:
@@ -161,13 +181,13 @@ class FunctionNode:
         result = self.fn.backward(ctx, *wrapped)
         if not isinstance(result, tuple):
             result = (result,)
-        if len(result) != len(self.args):
+        if len(result) != len(args):
             raise AutogradError(
                 f"{self.name}.backward returned {len(result)} gradients, but forward took "
-                f"{len(self.args)} arguments (return None for those without a gradient)"
+                f"{len(args)} arguments (return None for those without a gradient)"
             )
-        out = []
-        for i, (r, a) in enumerate(zip(result, self.args)):
+        out: list[Any] = []
+        for i, (r, a) in enumerate(zip(result, args)):
             if r is None or not needs[i]:
                 out.append(None)
                 continue
@@ -179,7 +199,7 @@ class FunctionNode:
                     f"input {i} of shape {tuple(a.shape)}"
                 )
             out.append(r if create_graph else r.data)
-        return tuple(out), self.args
+        return tuple(out), args
 
 
 class Function:

@@ -35,6 +35,7 @@ def hessian(fn: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
 
     def gradient(z: Tensor) -> Tensor:
         (g,) = grad(fn(z), z, create_graph=True)
+        assert g is not None  # without allow_unused, grad raises instead of giving None
         return g
 
     return jacobian(gradient, x, create_graph=True).detach()
@@ -53,8 +54,9 @@ def hvp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, T
     return y.detach(), hv
 
 
-def vjp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-    """``(fn(x), v^T J)``: one reverse pass."""
+def vjp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor | None]:
+    """``(fn(x), v^T J)``: one reverse pass (``None`` for ``v^T J`` when ``fn(x)`` does not
+    depend on ``x``)."""
     x = _prepare(x)
     y = fn(x)
     (g,) = grad(y, x, grad_outputs=v, allow_unused=True)

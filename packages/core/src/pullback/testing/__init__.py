@@ -8,6 +8,9 @@
 * :mod:`pullback.testing.conformance`: a pytest plugin that runs the op database on any backend
   against the CPU (``pytest -p pullback.testing.conformance --backend NAME``).
 * ``python -m pullback.testing.report``: regenerates ``docs/gradcheck.md`` from a real run.
+* :mod:`pullback.testing.packaging`: checks that a package is installed with its version and
+  entry points and loads as a plugin (:func:`~pullback.testing.packaging.assert_empty_plugin`
+  for packages that register nothing yet).
 
 Nothing here imports torch: PyTorch, where it is the oracle, is passed in as a module.
 """

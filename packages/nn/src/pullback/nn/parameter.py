@@ -28,20 +28,8 @@ class Parameter(Tensor):
 
         if data is None:
             data = empty(0)
-        if isinstance(data, Tensor):
-            array, device = data.data, data.device
-        else:
-            array, device = _array_from(data, None, None, copy=False)
-        self.data = array
-        self.device = device
-        self.grad = None
-        self._node = None
-        self._version = [0]
-        self._base = None
-        self._hooks = None
-        self._requires_grad = False
-        if requires_grad:
-            self.requires_grad = True
+        array, device = _array_from(data, None, None, copy=False)  # a Tensor's array is shared
+        self._init_leaf(array, device, requires_grad)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
