@@ -49,7 +49,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
 
     ckpt = load_checkpoint(args.checkpoint)
-    cfg = ckpt.train_config.with_overrides(eval_iters=40, seed=args.seed)
+    cfg = ckpt.train_config.with_overrides(eval_iters=20, seed=args.seed)
     model = GPT(ckpt.model_config)
     model.load_state_dict(ckpt.model_state)
     tokenizer = ckpt.tokenizer
@@ -59,7 +59,8 @@ def main() -> None:
     base_data = CharDataset(np.asarray(tokenizer.encode(base_text), dtype=np.uint16))
     device = pb.Device("cpu")
 
-    before_new = estimate_loss(model, new_data, cfg, 0, device)["val"]
+    before = estimate_loss(model, new_data, cfg, 0, device)
+    before_new = before["val"]
     before_base = estimate_loss(model, base_data, cfg, 0, device)["val"]
 
     nn.inject_lora(model, ["c_attn", "c_proj", "c_fc"], r=args.rank, alpha=args.alpha)
@@ -75,7 +76,8 @@ def main() -> None:
         writer = csv.DictWriter(f, fieldnames=["step", "loss", "lr", "train_loss", "val_loss",
                                                "val_bits_per_char", "tokens_per_s", "elapsed_s"])
         writer.writeheader()
-        writer.writerow({"step": 0, "train_loss": "", "val_loss": f"{before_new:.6f}"})
+        writer.writerow({"step": 0, "train_loss": f"{before['train']:.6f}",
+                         "val_loss": f"{before_new:.6f}"})
         model.train()
         for step in tqdm(range(1, args.steps + 1), desc="LoRA"):
             x, y = new_data.batch("train", cfg.batch_size, cfg.model.block_size, rng, device)

@@ -88,10 +88,11 @@ PRESETS: dict[str, TrainConfig] = {
         model=GPTConfig(block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0),
         batch_size=12, steps=2000, lr=1e-3, min_lr=1e-4, warmup=100,
     ),
-    # A longer CPU run: deeper and wider, longer context.
+    # A longer CPU run: deeper and wider, longer context (about 2 hours on 2 cores).
     "small": TrainConfig(
         model=GPTConfig(block_size=128, n_layer=6, n_head=6, n_embd=192, dropout=0.1),
-        batch_size=32, steps=5000, lr=1e-3, min_lr=1e-4, warmup=200, eval_interval=500,
+        batch_size=32, steps=4000, lr=1e-3, min_lr=1e-4, warmup=200, eval_interval=250,
+        checkpoint_interval=250,
     ),
     # nanoGPT's GPU configuration for shakespeare_char.
     "shakespeare": TrainConfig(

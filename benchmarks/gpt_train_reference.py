@@ -1,0 +1,84 @@
+"""The nano-cpu GPT recipe trained in PyTorch on the same data, for comparison with
+``pullback-gpt train --config nano-cpu``: same initial weights (copied from pullback's model
+for the seed), same batches (pullback's sampler and seed), same AdamW groups, warmup + cosine
+schedule and clipping, same evaluation batches. Prints JSON lines with the evaluations.
+
+Run: PULLBACK_DATA=... python benchmarks/gpt_train_reference.py [--seed 1337] [--steps 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import pullback as pb
+from _common import emit, torch_or_exit
+from pullback.gpt import GPT, PRESETS, CharDataset, CharTokenizer, tinyshakespeare_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "gpt" / "tests"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=PRESETS["nano-cpu"].seed)
+    parser.add_argument("--steps", type=int, default=PRESETS["nano-cpu"].steps)
+    args = parser.parse_args()
+    torch = torch_or_exit()
+    from torch_gpt import torch_twin
+
+    cfg = PRESETS["nano-cpu"].with_overrides(seed=args.seed, steps=args.steps)
+    text = tinyshakespeare_path().read_text()
+    tokenizer = CharTokenizer.from_text(text)
+    data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
+    pb.manual_seed(cfg.seed)  # the same initial weights as `pullback-gpt train --seed`
+    model = torch_twin(GPT(cfg.model))
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+
+    def factor(step: int) -> float:  # pullback.optim.lr_scheduler.warmup_cosine's schedule
+        if step < cfg.warmup:
+            return (step + 1) / cfg.warmup
+        progress = min(1.0, (step - cfg.warmup) / (cfg.steps - cfg.warmup))
+        floor = cfg.min_lr / cfg.lr
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    rng = np.random.default_rng(cfg.seed)
+
+    def evaluate(step: int) -> dict[str, float]:
+        model.eval()
+        out = {}
+        with torch.no_grad():
+            for split in ("train", "val"):
+                eval_rng = np.random.default_rng([cfg.seed, step, split == "val"])
+                losses = []
+                for _ in range(cfg.eval_iters):
+                    x, y = data.batch(split, cfg.batch_size, cfg.model.block_size, eval_rng)
+                    losses.append(model(torch.from_numpy(x.numpy()),
+                                        torch.from_numpy(y.numpy())).item())
+                out[split] = float(np.mean(losses))
+        model.train()
+        return out
+
+    for step in range(cfg.steps):
+        if step % cfg.eval_interval == 0 and step:
+            emit(run="torch_reference", seed=cfg.seed, step=step, **evaluate(step))
+        x, y = data.batch("train", cfg.batch_size, cfg.model.block_size, rng)
+        loss = model(torch.from_numpy(x.numpy()), torch.from_numpy(y.numpy()))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        sched.step()
+    emit(run="torch_reference", seed=cfg.seed, step=cfg.steps, **evaluate(cfg.steps))
+
+
+if __name__ == "__main__":
+    main()
