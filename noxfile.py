@@ -7,7 +7,8 @@
     nox -s docs               the documentation site, built with --strict
     nox -s bench              every script in benchmarks/
     nox -s report             regenerate docs/gradcheck.md
-    nox -s demo               the main job: train a small MLP on Fashion-MNIST
+    nox -s demo               the main job: train the char-level GPT on TinyShakespeare, sample
+    nox -s demo-mnist         a one-minute job: train a small MLP on Fashion-MNIST
 
 Add ``-r`` to reuse the environments between runs while iterating.
 """
@@ -216,13 +217,27 @@ def report(session: nox.Session) -> None:
     session.run("python", "-m", "pullback.testing.report", *session.posargs)
 
 
-# The demo's length on two cores: about a minute (pass other arguments after --).
+# demo-mnist's length on two cores: about a minute (pass other arguments after --).
 DEMO_ARGUMENTS = ["--epochs", "2"]
 
 
 @nox.session(python=ORACLE_PYTHON)
 def demo(session: nox.Session) -> None:
-    """The main job: train an MLP on Fashion-MNIST (curves and metrics into runs/)."""
+    """The main job: train the char-level GPT on TinyShakespeare (nanoGPT's CPU recipe: loss
+    curve, CSV log and checkpoints in runs/gpt-demo/), then sample from it. The corpus comes
+    from $PULLBACK_DATA, the user cache, or a checksummed download; extra arguments go to
+    `pullback-gpt train` (e.g. -- --steps 500)."""
+    session.install(*_editable(["core", "nn", "optim", "gpt"], extras=""))
+    env = _data_env()
+    session.run("pullback-gpt", "train", "--config", "nano-cpu", "--out", "runs/gpt-demo",
+                *session.posargs, env=env)
+    session.run("pullback-gpt", "sample", "--checkpoint", "runs/gpt-demo", "--prompt", "ROMEO:",
+                "--max-new-tokens", "300", env=env)
+
+
+@nox.session(python=ORACLE_PYTHON, name="demo-mnist")
+def demo_mnist(session: nox.Session) -> None:
+    """A one-minute job: train an MLP on Fashion-MNIST (curves and metrics into runs/)."""
     _ensure_fashion_mnist(session)
     # The example's own needs besides pullback: a progress bar and the plot of its curves.
     session.install(*_editable(["core", "nn", "optim"], extras=""), "tqdm", "matplotlib")

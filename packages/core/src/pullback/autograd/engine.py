@@ -7,7 +7,8 @@ so the gradients are themselves differentiable.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import operator
+from typing import Any, Callable, Sequence
 
 from ..dispatch import raw_namespace, state, tensor_namespace
 from ..errors import AutogradError, ShapeError
@@ -148,7 +149,8 @@ def run_backward(
     leaf_grads: dict[int, list[Any]] = {}  # id -> [tensor, gradient]
     captured: dict[Any, Any] = {}
 
-    def send(edge: Any, gi: Any) -> None:
+    def send(edge: Any, gi: Any, add: Callable[[Any, Any], Any]) -> None:
+        # ``add`` is the backend's add kernel (threaded on the CPU) or Tensor addition.
         if isinstance(edge, Tensor):
             if reach is not None and id(edge) not in wanted_leaves:
                 return
@@ -156,7 +158,7 @@ def run_backward(
             if slot is None:
                 leaf_grads[id(edge)] = [edge, gi]
             else:
-                slot[1] = slot[1] + gi
+                slot[1] = add(slot[1], gi)
         elif reach is not None and _owner(edge) not in reach:
             return
         elif edge.__class__ is OutputSlot:
@@ -164,13 +166,13 @@ def run_backward(
             if per_output is None:
                 per_output = grads[edge.node] = [None] * edge.node.n_outputs
             prev = per_output[edge.index]
-            per_output[edge.index] = gi if prev is None else prev + gi
+            per_output[edge.index] = gi if prev is None else add(prev, gi)
         else:
             prev = grads.get(edge)
-            grads[edge] = gi if prev is None else prev + gi
+            grads[edge] = gi if prev is None else add(prev, gi)
 
     for target, g in root_grads:
-        send(target, g)
+        send(target, g, operator.add)
 
     prev_enabled = state.grad_enabled
     state.grad_enabled = create_graph
@@ -223,9 +225,9 @@ def run_backward(
                     gi = F.cast(gi, dtype=x.dtype)
                 if edge.__class__ is Node and reach is None:  # the common case, inlined
                     prev = grads.get(edge)
-                    grads[edge] = gi if prev is None else prev + gi
+                    grads[edge] = gi if prev is None else F.add(prev, gi)
                 else:
-                    send(edge, gi)
+                    send(edge, gi, F.add)
             if modes:
                 for mode in modes:
                     mode.on_backward(node, g, in_grads)
