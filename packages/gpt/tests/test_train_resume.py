@@ -55,6 +55,47 @@ def test_resume_in_a_new_process_is_bit_identical(tmp_path, corpus):
     assert _losses(tmp_path / "straight") == _losses(tmp_path / "resumed")
 
 
+def _rows_without_timing(out):
+    with (out / "metrics.csv").open() as f:
+        return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed_s")}
+                for r in csv.DictReader(f)]
+
+
+class _Killed(Exception):
+    """Stands for SIGKILL: no checkpoint is written on the way out."""
+
+
+def _killed_at(step_to_stop):
+    def on_step(step, loss):
+        if step == step_to_stop:
+            raise _Killed
+
+    return on_step
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "kill"])
+def test_log_of_a_resumed_run_matches_a_straight_run(tmp_path, corpus, stop):
+    """Steps logged after the last checkpoint by a killed run are dropped and logged again by the
+    resume; the evaluation a Ctrl-C checkpoint skipped is run by the resume; wall time adds up."""
+    text = corpus.read_text()
+    cfg = tiny_train_config(steps=12)
+    train(cfg, text, tmp_path / "straight", quiet=True)
+    resumed = tmp_path / "resumed"
+    if stop == "kill":
+        with pytest.raises(_Killed):
+            train(cfg, text, resumed, quiet=True, on_step=_killed_at(7))  # checkpoint at 4
+        assert load_checkpoint(resumed).step == 4
+    else:
+        train(cfg, text, resumed, quiet=True, on_step=_interrupt_at(8))
+    before = max(float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())
+                 if int(r["step"]) <= load_checkpoint(resumed).step)
+    result = train(cfg, text, resumed, resume=True, quiet=True)
+    assert _rows_without_timing(resumed) == _rows_without_timing(tmp_path / "straight")
+    elapsed = [float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())]
+    assert elapsed == sorted(elapsed) and elapsed[-1] > before
+    assert result.elapsed_s >= elapsed[-1]
+
+
 def test_outputs_of_a_run(tmp_path, corpus):
     result = train(tiny_train_config(steps=8), corpus.read_text(), tmp_path, quiet=True)
     assert (tmp_path / "loss.png").stat().st_size > 1000

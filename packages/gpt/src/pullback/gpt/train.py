@@ -34,7 +34,7 @@ class TrainResult:
     steps: int
     final_val_loss: float | None
     final_train_loss: float | None
-    elapsed_s: float
+    elapsed_s: float  # wall time of the whole run, every resumed segment included
     interrupted: bool = False
 
 
@@ -80,15 +80,29 @@ def _progress(total: int, initial: int, disable: bool) -> Any:
 
 
 class _Log:
-    """Appends rows to ``metrics.csv`` (kept across resumes)."""
+    """Appends rows to ``metrics.csv``, kept across resumes.
 
-    def __init__(self, path: Path, resume: bool) -> None:
+    A resumed run first drops the rows logged after its checkpoint's step: a run that was killed
+    (not interrupted with Ctrl-C) logged steps whose checkpoint was never written, and the resumed
+    run logs those steps again.
+    """
+
+    def __init__(self, path: Path, resume_step: int | None) -> None:
         self.path = path
-        new = not (resume and path.exists())
-        self.file = path.open("w" if new else "a", newline="")
+        kept: list[dict[str, str]] = []
+        if resume_step is not None and path.exists():
+            with path.open(newline="") as f:
+                kept = [r for r in csv.DictReader(f) if int(r["step"]) <= resume_step]
+        self.evaluated_steps = {int(r["step"]) for r in kept if r["val_loss"]}
+        self.last_elapsed_s = float(kept[-1]["elapsed_s"]) if kept else 0.0
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w", newline="") as f:  # replaced atomically: a crash keeps the old log
+            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+            writer.writeheader()
+            writer.writerows(kept)
+        tmp.replace(path)
+        self.file = path.open("a", newline="")
         self.writer = csv.DictWriter(self.file, fieldnames=CSV_FIELDS)
-        if new:
-            self.writer.writeheader()
 
     def row(self, **values: Any) -> None:
         self.writer.writerow({k: values.get(k, "") for k in CSV_FIELDS})
@@ -136,21 +150,25 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
         state = {
             "step": step, "train_config": cfg.to_dict(), "scheduler": scheduler.state_dict(),
             "data_rng": rng.bit_generator.state, "device_rng": dev.backend.get_rng_state(),
-            "metrics": metrics,
+            "metrics": metrics, "elapsed_s": time.perf_counter() - t0,
         }
         return save_checkpoint(out, model, tokenizer, state, optimizer)
 
-    log = _Log(out / "metrics.csv", resume)
+    log = _Log(out / "metrics.csv", start_step if resume else None)
     tokens_per_step = cfg.batch_size * cfg.model.block_size
     bar = _progress(cfg.steps, start_step, quiet)
     model.train()
-    t0 = time.perf_counter()
+    # elapsed_s counts the wall time of every segment of a resumed run; the log's last kept row
+    # can be later than the checkpoint (the evaluation that follows it)
+    prior_s = max(ckpt.state.get("elapsed_s", 0.0), log.last_elapsed_s) if ckpt else 0.0
+    t0 = time.perf_counter() - prior_s
     last = {"train": None, "val": None}
     step = start_step
     interrupted = False
     try:
         while step < cfg.steps:
-            if step % cfg.eval_interval == 0 and step > start_step:
+            # a Ctrl-C checkpoint is written before that step's evaluation: a resume runs it
+            if step % cfg.eval_interval == 0 and step > 0 and step not in log.evaluated_steps:
                 last = _evaluate(model, data, cfg, step, dev, log, bar, t0)
             tick = time.perf_counter()
             x, y = data.batch("train", cfg.batch_size, cfg.model.block_size, rng, dev)
