@@ -30,3 +30,37 @@ def test_parallel_elementwise_matches_numpy(two_threads, shape):
 def test_set_num_threads_validates():
     with pytest.raises(ValueError, match="positive"):
         par.set_num_threads(0)
+
+
+@pytest.fixture(params=[2, 3], ids=["2-threads", "3-threads"])
+def threads(request):
+    before = par.get_num_threads()
+    par.set_num_threads(request.param)
+    yield request.param
+    par.set_num_threads(before)
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), ((0, 2), False),
+                                           (-1, False), ((1, 2), True)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_split_sum_matches_numpy(threads, axis, keepdims, dtype):
+    a = np.random.default_rng(3).standard_normal((301, 70, 9)).astype(dtype)
+    got = pb.tensor(a).sum(axis=axis, keepdims=keepdims).numpy()
+    want = a.astype(np.float64).sum(axis=axis, keepdims=keepdims)
+    assert got.dtype == dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-3)
+
+
+@pytest.mark.parametrize("rows", [2, 2048])
+def test_row_split_gradient_of_broadcasting_matches_numpy(threads, rows):
+    """sum_to reduces the broadcast operands' gradients: over rows (r) and within rows (c)."""
+    rng = np.random.default_rng(4)
+    cols = (1 << 18) // rows
+    x0, r0, c0 = (rng.standard_normal(s) for s in ((rows, cols), (1, cols), (rows, 1)))
+    x, r, c = (pb.tensor(v, requires_grad=True) for v in (x0, r0, c0))
+    (x * r * c).sum().backward()
+    np.testing.assert_allclose(r.grad.numpy(), (x0 * c0).sum(axis=0, keepdims=True), rtol=1e-10)
+    np.testing.assert_allclose(c.grad.numpy(), (x0 * r0).sum(axis=1, keepdims=True), rtol=1e-10)
+    lead = pb.tensor(rng.standard_normal(cols), requires_grad=True)
+    (x * lead).sum().backward()  # a leading broadcast axis is summed away
+    np.testing.assert_allclose(lead.grad.numpy(), x0.sum(axis=0), rtol=1e-10)

@@ -6,8 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from ._cpu_parallel import parallel_elementwise
+from ._cpu_parallel import parallel_elementwise, parallel_sum, parallel_sum_to
 from .device import Backend
+
+
+# Sums whose row blocks add up (or stack up) to the whole: split over threads when large.
+_ROW_SPLIT_SUMS = {"sum": parallel_sum, "sum_to": parallel_sum_to}
 
 
 class CPUBackend(Backend):
@@ -52,8 +56,8 @@ class CPUBackend(Backend):
         return None
 
     def adapt_kernel(self, op: Any, kernel: Any) -> Any:
-        # Large elementwise work runs on every core (NumPy's ufuncs use one).
+        # Large elementwise work and sums run on every core (NumPy's use one).
         if op.family == "elementwise":
             return parallel_elementwise(kernel)
-        return kernel
+        return _ROW_SPLIT_SUMS.get(op.name, lambda k: k)(kernel)
 
