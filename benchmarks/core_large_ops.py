@@ -2,6 +2,7 @@
 
 * matmul 1024x1024 float32 (target ratio <= 1.1)
 * a broadcasting elementwise chain on 4M float32 elements, tanh(a * b + a) * c (target <= 1.5)
+* exact GELU on 4M float32 elements (no target: the activation of the GPT's MLP)
 
 Run: python benchmarks/core_large_ops.py
 """
@@ -47,6 +48,11 @@ def main() -> None:
     emit(benchmark="elementwise_chain_fwd_bwd", elements=rows * cols, dtype="float32",
          pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=1.5,
          pullback_peak_mb=peak_memory(lambda: chain(px, pr, pc)) / 2**20)
+
+    t_pb = best_time(lambda: pb.gelu(px).sum().backward(), repeat=10)
+    t_torch = best_time(lambda: torch.nn.functional.gelu(tx).sum().backward(), repeat=10)
+    emit(benchmark="gelu_fwd_bwd", elements=rows * cols, dtype="float32",
+         pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch)
 
 
 if __name__ == "__main__":
