@@ -19,8 +19,10 @@ import numpy as np
 # Below this many elements a thread hand-off costs more than it saves (measured: ~64K float32
 # elements break even on the project's 2-core machines).
 MIN_PARALLEL_ELEMENTS = 1 << 17
-# Rows are processed in blocks of about this many elements (fits a core's L2 cache in float32).
-BLOCK_ELEMENTS = 1 << 15
+# Composite kernels walk rows in blocks of about this many elements: a core's L2 cache (512 KiB)
+# in float32. Measured on the project's machines, GELU forward+backward on 4M float32: 42 ms with
+# 2^17-element blocks, 64 ms with 2^15 (more blocks cost more per-call overhead and GIL hand-offs).
+BLOCK_ELEMENTS = 1 << 17
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -123,7 +125,8 @@ def _blocked(kernel: Callable[..., Any], arrays: tuple[Any, ...], attrs: dict[st
     if _threads == 1 or not shape or shape[0] < 2:
         return kernel(*arrays, **attrs)
     ndim, rows = len(shape), shape[0]
-    step = max(1, BLOCK_ELEMENTS * rows // max(int(np.prod(shape)), 1))
+    # at least one block per thread, so arrays of a few blocks still use every core
+    step = max(1, min(BLOCK_ELEMENTS * rows // max(int(np.prod(shape)), 1), -(-rows // _threads)))
     first = kernel(*(_row_block(a, ndim, 0, min(step, rows)) for a in arrays), **attrs)
     out = np.empty(shape, dtype=first.dtype)
     out[: min(step, rows)] = first
