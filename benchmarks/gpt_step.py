@@ -44,6 +44,22 @@ def gemm_gflops(torch) -> float:
     return 2 * 1024**3 / t / 1e9
 
 
+def model_gemm_rates(torch) -> None:
+    """GFLOP/s of NumPy's and PyTorch's float32 GEMM on the shapes of the model's linear layers
+    (tokens x in x out), to tell GEMM speed apart from everything around it."""
+    tokens = BATCH * CONFIG.block_size
+    width = CONFIG.n_embd
+    rng = np.random.default_rng(0)
+    for k, n in ((width, 3 * width), (width, 4 * width), (4 * width, width)):
+        a = rng.standard_normal((tokens, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        flops = 2 * tokens * k * n
+        emit(benchmark="gpt_linear_gemm", shape=[tokens, k, n],
+             numpy_gflops=flops / best_time(lambda a=a, b=b: a @ b) / 1e9,
+             torch_gflops=flops / best_time(lambda ta=ta, tb=tb: ta @ tb) / 1e9)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu")
@@ -94,6 +110,7 @@ def main() -> None:
         with profile() as prof:
             step_pb()
         print(prof.table(row_limit=25))
+        model_gemm_rates(torch)
 
 
 if __name__ == "__main__":
