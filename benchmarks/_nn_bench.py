@@ -1,7 +1,7 @@
-"""Shared pieces of the nn benchmarks (on top of _common.py): interleaved timing of the same step
-in pullback and PyTorch, and identical starting weights.
+"""Shared pieces of the nn benchmarks (on top of _common.py): timing of the same step in pullback
+and PyTorch, and identical starting weights.
 
-Two options, read from the command line when this module is imported (before NumPy is, so that
+Three options, read from the command line when this module is imported (before NumPy is, so that
 the thread counts take effect):
 
 ``--threads N`` (default 2): threads for PyTorch (``torch.set_num_threads``), OpenBLAS and
@@ -9,6 +9,9 @@ pullback's elementwise kernels.
 ``--clock wall|cpu`` (default wall): ``cpu`` measures process CPU time instead of wall time. With
 ``--threads 1`` that is the work each side does, which stays meaningful when other jobs share
 the machine (wall-clock ratios on a busy machine mostly measure the scheduler).
+``--order sequential|interleaved`` (default sequential): time one side's blocks, then the
+other's; or alternate them (fairer on a busy machine, but each side's spinning worker threads
+then slow the other's next block).
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from typing import Callable
 _parser = argparse.ArgumentParser(add_help=False)
 _parser.add_argument("--threads", type=int, default=2)
 _parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+# sequential: all of pullback's blocks, then all of PyTorch's. interleaved: alternate blocks, so a
+# busy machine slows both alike, but each side's still-spinning BLAS/OpenMP threads then slow the
+# block after it (the LeNet step measured 11.7 vs 12.1 ms interleaved, 16.7 vs 6.2 ms apart).
+_parser.add_argument("--order", choices=("sequential", "interleaved"), default="sequential")
 OPTIONS, _ = _parser.parse_known_args(sys.argv[1:])
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PULLBACK_NUM_THREADS"):
     os.environ[_var] = str(OPTIONS.threads)
@@ -44,18 +51,30 @@ def torch_module():
 
 def time_pair(ours: Callable[[], object], theirs: Callable[[], object], warmup: int = 5,
               repeats: int = 9, block: int = 10) -> tuple[float, float]:
-    """Seconds per call of each step: the fastest block of ``block`` calls, with the two sides'
-    blocks interleaved so that a busy machine slows both alike."""
-    for _ in range(warmup):
-        ours()
-        theirs()
+    """Seconds per call of each step: the fastest of ``repeats`` blocks of ``block`` calls, the
+    sides timed one after the other or with their blocks interleaved (``--order``)."""
+    steps = (ours, theirs)
     best = [float("inf"), float("inf")]
-    for _ in range(repeats):
-        for side, step in enumerate((ours, theirs)):
-            start = _clock()
-            for _ in range(block):
-                step()
-            best[side] = min(best[side], (_clock() - start) / block)
+
+    def timed_block(side: int) -> None:
+        start = _clock()
+        for _ in range(block):
+            steps[side]()
+        best[side] = min(best[side], (_clock() - start) / block)
+
+    if OPTIONS.order == "interleaved":
+        for _ in range(warmup):
+            ours()
+            theirs()
+        for _ in range(repeats):
+            timed_block(0)
+            timed_block(1)
+        return best[0], best[1]
+    for side, step in enumerate(steps):
+        for _ in range(warmup):  # also lets the other side's worker threads go idle
+            step()
+        for _ in range(repeats):
+            timed_block(side)
     return best[0], best[1]
 
 
@@ -64,6 +83,7 @@ def report(name: str, ours: float, torch_time: float, target: float, **extra: ob
     emit(benchmark=name, pullback_ms=round(ours * 1e3, 3), torch_ms=round(torch_time * 1e3, 3),
          ratio=round(ours / torch_time, 3), target_ratio=target,
          meets_target=ours / torch_time <= target, threads=OPTIONS.threads, clock=OPTIONS.clock,
+         order=OPTIONS.order,
          **extra)
 
 
