@@ -1,8 +1,8 @@
 """Large elementwise kernels and sums on several CPU threads.
 
 NumPy's ufuncs and reductions run on one core but release the GIL, so a large elementwise op or
-sum split into row blocks runs on all cores. Small arrays take the direct path: the check costs a few hundred
-nanoseconds, which the per-op overhead benchmark keeps honest. (Matrix products need nothing
+sum split into row blocks runs on all cores. Small arrays take the direct path: the check costs a
+few hundred nanoseconds, which the per-op overhead benchmark keeps honest. (Matrix products need nothing
 here: BLAS threads them itself, and OpenBLAS's threading measured faster than splitting rows
 over single-threaded calls: 129 against 71 GFLOP/s for (2048, 128) @ (128, 384) on 2 cores.)
 """
@@ -154,19 +154,17 @@ def _row_split_worthwhile(x: Any) -> bool:
 def _sum_row_blocks(block_sum: Callable[[int, int], Any], rows: int, rows_reduced: bool) -> Any:
     """A sum computed as ``block_sum(lo, hi)`` over one row block per thread: the blocks' partial
     sums are added when the leading axis is reduced, else they are the output's row blocks."""
-    shares = min(_threads, rows)
-    bounds = [rows * i // shares for i in range(shares + 1)]
-    parts: list[Any] = [None] * shares
+    parts: dict[int, Any] = {}
 
-    def work(i: int, j: int) -> None:
-        for k in range(i, j):
-            parts[k] = block_sum(bounds[k], bounds[k + 1])
+    def work(lo: int, hi: int) -> None:
+        parts[lo] = block_sum(lo, hi)
 
-    _run_split(work, shares)
+    _run_split(work, rows)
+    ordered = [parts[lo] for lo in sorted(parts)]  # a fixed order: reproducible rounding
     if not rows_reduced:
-        return np.concatenate(parts, axis=0)
-    total = parts[0]
-    for part in parts[1:]:
+        return np.concatenate(ordered, axis=0)
+    total = ordered[0]
+    for part in ordered[1:]:
         total = total + part
     return total
 
@@ -194,11 +192,10 @@ def parallel_sum_to(kernel: Callable[..., Any]) -> Callable[..., Any]:
         if not _row_split_worthwhile(x) or x.shape == tuple(shape):
             return kernel(x, shape=shape)
         rows_reduced = x.ndim > len(shape) or shape[0] == 1
-        if rows_reduced:
-            return _sum_row_blocks(lambda lo, hi: kernel(x[lo:hi], shape=shape), x.shape[0], True)
+        rest = tuple(shape[1:])
         return _sum_row_blocks(
-            lambda lo, hi: kernel(x[lo:hi], shape=(hi - lo,) + tuple(shape[1:])), x.shape[0],
-            False)
+            lambda lo, hi: kernel(x[lo:hi], shape=shape if rows_reduced else (hi - lo,) + rest),
+            x.shape[0], rows_reduced)
 
     run.__wrapped__ = kernel  # type: ignore[attr-defined]
     return run

@@ -286,6 +286,8 @@ def _tanh_backward_grad(F: Any, gg: Any, out: Any, g: Any, y: Any, needs: Any) -
 def _sigmoid_backward_grad(F: Any, gg: Any, out: Any, g: Any, y: Any, needs: Any) -> Any:
     return (F.sigmoid_backward(gg, y) if needs[0] else None,
             F.mul(F.mul(gg, g), F.sub(1.0, F.mul(y, 2.0))) if needs[1] else None)
+
+
 RELU.def_grad(lambda F, g, out, x: (F.where(F.greater(out, 0), g, 0.0),))
 
 

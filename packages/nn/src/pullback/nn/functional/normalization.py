@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-
 import pullback
 from pullback.dispatch import apply
 from pullback.dtypes import finfo
