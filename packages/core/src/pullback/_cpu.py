@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from ._cpu_native import NATIVE_KERNELS
 from ._cpu_parallel import parallel_elementwise, parallel_sum, parallel_sum_to
 from .device import Backend
+from .native import native_first
 
 
 # Sums whose row blocks add up (or stack up) to the whole: split over threads when large.
@@ -58,6 +60,10 @@ class CPUBackend(Backend):
     def adapt_kernel(self, op: Any, kernel: Any) -> Any:
         # Large elementwise work and sums run on every core (NumPy's use one).
         if op.family == "elementwise":
-            return parallel_elementwise(kernel)
-        return _ROW_SPLIT_SUMS.get(op.name, lambda k: k)(kernel)
+            kernel = parallel_elementwise(kernel)
+        else:
+            kernel = _ROW_SPLIT_SUMS.get(op.name, lambda k: k)(kernel)
+        # Fused ops with a C kernel run it where it covers the inputs.
+        native_kernel = NATIVE_KERNELS.get(op.name)
+        return kernel if native_kernel is None else native_first(native_kernel, kernel)
 

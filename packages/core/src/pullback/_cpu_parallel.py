@@ -16,9 +16,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-# Below this many elements a thread hand-off costs more than it saves (measured: ~64K float32
-# elements break even on the project's 2-core machines).
-MIN_PARALLEL_ELEMENTS = 1 << 17
+# Handing work to the other thread costs 0.1-0.2 ms on the project's 2-vCPU machines (the idle
+# vCPU has to be woken), so only large arrays are split. Measured on float32 (one thread against
+# two, benchmarks not needed: python -c over np.exp/np.add): exp breaks even near 2^18 elements
+# (2^19: 0.91 against 0.70 ms), add only near 2^21 (2^20: 0.16 against 0.26 ms; 2^22: 1.03
+# against 0.89 ms).
+MIN_PARALLEL_ELEMENTS = 1 << 19  # composite kernels and transcendental ufuncs
+MIN_PARALLEL_CHEAP = 1 << 21  # one arithmetic ufunc, a sum
+# Ufuncs that cost several nanoseconds per element (the rest are a few tenths).
+_COSTLY_UFUNCS = frozenset({np.exp, np.expm1, np.log, np.log1p, np.sin, np.cos, np.tanh,
+                            np.power, np.arctan2})
 # Composite kernels walk rows in blocks of about this many elements: a core's L2 cache (512 KiB)
 # in float32. Measured on the project's machines, GELU forward+backward on 4M float32: 42 ms with
 # 2^17-element blocks, 64 ms with 2^15 (more blocks cost more per-call overhead and GIL hand-offs).
@@ -88,14 +95,17 @@ def _parallel_ufunc(kernel: Callable[..., Any], ufunc: Any) -> Callable[..., Any
     """The runner of a one-ufunc kernel; on small arrays it is one check and the ufunc itself
     (this is every ``x + y`` of the per-op overhead benchmark)."""
 
+    threshold = MIN_PARALLEL_ELEMENTS if ufunc in _COSTLY_UFUNCS else MIN_PARALLEL_CHEAP
+
     def run(*arrays: Any) -> Any:
         big = False
         for a in arrays:
             if a.__class__ is not np.ndarray:
                 # A Python number: the kernel applies its promotion rules (bfloat16's weak
                 # scalars); large arrays still go through the blocked path.
-                return _blocked(kernel, arrays, {}) if _any_big(arrays) else kernel(*arrays)
-            if a.size >= MIN_PARALLEL_ELEMENTS:
+                big = _any_big(arrays, threshold)
+                return _blocked(kernel, arrays, {}) if big else kernel(*arrays)
+            if a.size >= threshold:
                 big = True
         if not big or _threads == 1:
             return ufunc(*arrays)
@@ -108,15 +118,15 @@ def _parallel_ufunc(kernel: Callable[..., Any], ufunc: Any) -> Callable[..., Any
         def rows_into_out(lo: int, hi: int) -> None:
             ufunc(*(_row_block(a, ndim, lo, hi) for a in arrays), out=out[lo:hi])
 
-        _run_split(rows_into_out, rows)
+        run_split(rows_into_out, rows)
         return out
 
     run.__wrapped__ = kernel  # type: ignore[attr-defined]
     return run
 
 
-def _any_big(arrays: tuple[Any, ...]) -> bool:
-    return any(a.__class__ is np.ndarray and a.size >= MIN_PARALLEL_ELEMENTS for a in arrays)
+def _any_big(arrays: tuple[Any, ...], threshold: int) -> bool:
+    return any(a.__class__ is np.ndarray and a.size >= threshold for a in arrays)
 
 
 def _blocked(kernel: Callable[..., Any], arrays: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
@@ -142,12 +152,12 @@ def _blocked(kernel: Callable[..., Any], arrays: tuple[Any, ...], attrs: dict[st
         blocks(block_starts[i], min(block_starts[j - 1] + step, rows))
 
     if block_starts:
-        _run_split(block_range, len(block_starts))
+        run_split(block_range, len(block_starts))
     return out
 
 
 def _row_split_worthwhile(x: Any) -> bool:
-    return (x.__class__ is np.ndarray and _threads > 1 and x.size >= MIN_PARALLEL_ELEMENTS
+    return (x.__class__ is np.ndarray and _threads > 1 and x.size >= MIN_PARALLEL_CHEAP
             and x.shape[0] >= 2 and x.dtype.kind == "f" and x.dtype.itemsize >= 4)
 
 
@@ -159,7 +169,7 @@ def _sum_row_blocks(block_sum: Callable[[int, int], Any], rows: int, rows_reduce
     def work(lo: int, hi: int) -> None:
         parts[lo] = block_sum(lo, hi)
 
-    _run_split(work, rows)
+    run_split(work, rows)
     ordered = [parts[lo] for lo in sorted(parts)]  # a fixed order: reproducible rounding
     if not rows_reduced:
         return np.concatenate(ordered, axis=0)
@@ -201,7 +211,7 @@ def parallel_sum_to(kernel: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _run_split(work: Callable[[int, int], None], n: int) -> None:
+def run_split(work: Callable[[int, int], None], n: int) -> None:
     """``work(lo, hi)`` over ``0..n`` in one contiguous share per thread."""
     shares = min(_threads, n)
     bounds = [n * i // shares for i in range(shares + 1)]

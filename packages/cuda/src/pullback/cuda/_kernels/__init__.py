@@ -29,7 +29,9 @@ OP_KERNELS: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     ("matmul", "matmul", matmul.matmul),
     ("nn.linear", "matmul", _linear),
     ("nn.softmax", "softmax", softmax.softmax),
+    ("nn.softmax_backward", "softmax", softmax.softmax_backward),
     ("nn.layer_norm", "layer_norm", layer_norm.layer_norm),
+    ("nn.layer_norm_backward", "layer_norm", layer_norm.layer_norm_backward),
 )
 
 

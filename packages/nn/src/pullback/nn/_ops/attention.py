@@ -11,25 +11,35 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pullback.registry import Op
 
+from . import _native
 from ._call import op_in
-from .softmax import SOFTMAX, _softmax_kernel
+from .softmax import SOFTMAX, SOFTMAX_BACKWARD, _softmax_kernel
 
 
 def _sdpa_kernel(xp: Any) -> Any:
     softmax = _softmax_kernel(xp)
 
-    def scaled_dot_product_attention(q: Any, k: Any, v: Any, bias: Any, keep: Any, *,
-                                     scale: float, causal: bool) -> Any:
-        scores = xp.matmul(q, xp.swapaxes(k, -1, -2))
+    def masked_softmax(scores: Any, bias: Any, scale: float, causal: bool) -> Any:
+        if bias is None and xp is np:
+            # the C kernel scales, masks and normalizes in one pass, in place
+            weights = _native.softmax(scores, axis=-1, scale=scale, causal=causal, out=scores)
+            if weights is not NotImplemented:
+                return weights
         scores *= scale
         if bias is not None:
             scores = scores + bias
         if causal:
             seen = xp.tril(xp.ones(scores.shape[-2:], dtype=bool))
             scores = xp.where(seen, scores, -xp.inf)
-        weights = softmax(scores, axis=-1)
+        return softmax(scores, axis=-1)
+
+    def scaled_dot_product_attention(q: Any, k: Any, v: Any, bias: Any, keep: Any, *,
+                                     scale: float, causal: bool) -> Any:
+        weights = masked_softmax(xp.matmul(q, xp.swapaxes(k, -1, -2)), bias, scale, causal)
         used = weights * keep if keep is not None else weights
         out = xp.matmul(used, v)
         # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
@@ -66,7 +76,10 @@ def _sdpa_grad(F: Any, g: Any, out: Any, q: Any, k: Any, v: Any, bias: Any, keep
     if needs[0] or needs[1] or needs[3]:
         g_used = F.matmul(g, F.swapaxes(v, a=-1, b=-2))
         g_weights = g_used * keep if keep is not None else g_used
-        g_scores = weights * (g_weights - F.sum(g_weights * weights, axis=-1, keepdims=True))
+        if F.differentiable:
+            g_scores = weights * (g_weights - F.sum(g_weights * weights, axis=-1, keepdims=True))
+        else:
+            g_scores = op_in(F, SOFTMAX_BACKWARD)(g_weights, weights, axis=-1)
         if needs[0]:
             gq = F.matmul(g_scores, k) * scale
         if needs[1]:

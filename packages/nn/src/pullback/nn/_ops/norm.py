@@ -1,15 +1,22 @@
 """``nn.layer_norm``: normalize over the trailing ``normalized_ndim`` axes, then scale and shift.
 
-The forward saves the mean and the reciprocal standard deviation for a first-order backward;
-under ``create_graph`` they are recomputed from ``x`` with ``F`` ops so that the gradient is
-differentiable in ``x`` too.
+The forward saves the mean and the reciprocal standard deviation for a first-order backward,
+which is one op, ``nn.layer_norm_backward`` (a C kernel on the CPU, a CUDA kernel in
+pullback-cuda); under ``create_graph`` they are recomputed from ``x`` with ``F`` ops so that the
+gradient is differentiable in ``x`` too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from pullback.native import native_first
 from pullback.registry import Op
+
+from . import _native
+from ._call import op_in
 
 
 def _axes(ndim: int, normalized_ndim: int) -> tuple[int, ...]:
@@ -30,23 +37,49 @@ def _layer_norm_kernel(xp: Any) -> Any:
             y += b
         return y, (mean, rstd)
 
-    return layer_norm
+    return native_first(_native.layer_norm, layer_norm) if xp is np else layer_norm
+
+
+def _layer_norm_backward_kernel(xp: Any) -> Any:
+    def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *,
+                            normalized_ndim: int, param_grads: bool = True) -> Any:
+        axes = _axes(x.ndim, normalized_ndim)
+        xhat = (x - mean) * rstd
+        gxhat = g * w if w is not None else g
+        gx = rstd * (gxhat - xp.mean(gxhat, axis=axes, keepdims=True)
+                     - xhat * xp.mean(gxhat * xhat, axis=axes, keepdims=True))
+        if not param_grads:
+            return gx, None, None
+        lead = tuple(range(x.ndim - normalized_ndim))
+        return gx, xp.sum(g * xhat, axis=lead), xp.sum(g, axis=lead)
+
+    if xp is np:
+        return native_first(_native.layer_norm_backward, layer_norm_backward)
+    return layer_norm_backward
 
 
 LAYER_NORM = Op("nn.layer_norm", _layer_norm_kernel, aux=True,
                 doc="(x - mean) / sqrt(var + eps) * w + b over trailing axes")
 
+# First-order backward only (the grad rule calls it on raw arrays): returns (gx, gw, gb).
+LAYER_NORM_BACKWARD = Op("nn.layer_norm_backward", _layer_norm_backward_kernel,
+                         differentiable=False,
+                         doc="(gx, gw, gb) of layer_norm from the saved mean and rstd")
+
 
 @LAYER_NORM.def_grad
 def _layer_norm_grad(F: Any, g: Any, out: Any, x: Any, w: Any, b: Any, *, normalized_ndim: int,
                      eps: float, needs: Any, saved: Any = None) -> Any:
-    axes = _axes(x.ndim, normalized_ndim)
     if saved is not None and not F.differentiable:
         mean, rstd = saved
-    else:
-        mean = F.mean(x, axis=axes, keepdims=True)
-        centered = x - mean
-        rstd = F.rsqrt(F.mean(centered * centered, axis=axes, keepdims=True) + eps)
+        gx, gw, gb = op_in(F, LAYER_NORM_BACKWARD)(g, x, w, mean, rstd,
+                                                    normalized_ndim=normalized_ndim,
+                                                    param_grads=needs[1] or needs[2])
+        return gx if needs[0] else None, gw if needs[1] else None, gb if needs[2] else None
+    axes = _axes(x.ndim, normalized_ndim)
+    mean = F.mean(x, axis=axes, keepdims=True)
+    centered = x - mean
+    rstd = F.rsqrt(F.mean(centered * centered, axis=axes, keepdims=True) + eps)
     xhat = (x - mean) * rstd
     lead = tuple(range(x.ndim - normalized_ndim))
     gx = gw = gb = None

@@ -1,10 +1,18 @@
-"""``nn.softmax`` and ``nn.log_softmax`` along one axis, stable (the max is subtracted first)."""
+"""``nn.softmax`` and ``nn.log_softmax`` along one axis, stable (the max is subtracted first),
+and ``nn.softmax_backward``, softmax's first-order input gradient as one op (a C kernel on the
+CPU, a CUDA kernel in pullback-cuda)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from pullback.native import native_first
 from pullback.registry import Op
+
+from . import _native
+from ._call import op_in
 
 
 def _softmax_kernel(xp: Any) -> Any:
@@ -14,7 +22,14 @@ def _softmax_kernel(xp: Any) -> Any:
         e /= xp.sum(e, axis=axis, keepdims=True)
         return e
 
-    return softmax
+    return native_first(_native.softmax, softmax) if xp is np else softmax
+
+
+def _softmax_backward_kernel(xp: Any) -> Any:
+    def softmax_backward(gy: Any, y: Any, *, axis: int) -> Any:
+        return y * (gy - xp.sum(gy * y, axis=axis, keepdims=True))
+
+    return native_first(_native.softmax_backward, softmax_backward) if xp is np else softmax_backward
 
 
 def _log_softmax_kernel(xp: Any) -> Any:
@@ -28,12 +43,17 @@ def _log_softmax_kernel(xp: Any) -> Any:
 
 SOFTMAX = Op("nn.softmax", _softmax_kernel, save_inputs=False, save_output=True,
              doc="exp(x) / sum(exp(x)) along an axis")
+# First-order backward only (grad rules call it on raw arrays); no gradient of its own.
+SOFTMAX_BACKWARD = Op("nn.softmax_backward", _softmax_backward_kernel, differentiable=False,
+                      doc="y * (gy - sum(gy * y)) along an axis: softmax's input gradient")
 LOG_SOFTMAX = Op("nn.log_softmax", _log_softmax_kernel, save_inputs=False, save_output=True,
                  doc="x - logsumexp(x) along an axis")
 
 
 @SOFTMAX.def_grad
 def _softmax_grad(F: Any, g: Any, out: Any, x: Any, *, axis: int) -> Any:
+    if not F.differentiable:
+        return (op_in(F, SOFTMAX_BACKWARD)(g, out, axis=axis),)
     return (out * (g - F.sum(g * out, axis=axis, keepdims=True)),)
 
 

@@ -1,0 +1,54 @@
+"""The CPU backend's native kernels (:mod:`pullback.native`) for core ops: exact GELU and its
+derivative on float32, where the NumPy kernel needs two dozen passes per block (the normal CDF
+of ``_ops/_erf32.py``) and C needs one.
+
+Each function returns ``NotImplemented`` for inputs it does not cover (another dtype, the tanh
+approximation, a non-contiguous or small array, no compiler); the backend then runs the op's
+NumPy kernel.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from . import native
+
+_SOURCE = Path(__file__).parent / "_csrc" / "activations.c"
+
+
+@lru_cache(maxsize=None)
+def _function(name: str, n_pointers: int) -> Callable[..., None] | None:
+    library = native.load("activations", _SOURCE)
+    return None if library is None else native.declare(library, name, n_pointers)
+
+
+def gelu(x: Any, approximate: str = "none") -> Any:
+    """``x Phi(x)``, or ``NotImplemented``."""
+    if approximate != "none" or not native.is_native_float32(x):
+        return NotImplemented
+    kernel = _function("gelu_f32", 2)
+    if kernel is None:
+        return NotImplemented
+    out = np.empty_like(x)
+    native.run_rows(kernel, x.size, 1, x.ctypes.data, out.ctypes.data)
+    return out
+
+
+def gelu_backward(g: Any, x: Any, approximate: str = "none") -> Any:
+    """``g * gelu'(x)``, or ``NotImplemented``."""
+    if approximate != "none" or g.shape != x.shape or not native.is_native_float32(g, x):
+        return NotImplemented
+    kernel = _function("gelu_backward_f32", 3)
+    if kernel is None:
+        return NotImplemented
+    out = np.empty_like(x)
+    native.run_rows(kernel, x.size, 1, g.ctypes.data, x.ctypes.data, out.ctypes.data)
+    return out
+
+
+NATIVE_KERNELS: dict[str, Callable[..., Any]] = {"gelu": gelu, "gelu_backward": gelu_backward}
+

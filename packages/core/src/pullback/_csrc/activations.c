@@ -1,0 +1,22 @@
+/* Exact (erf) GELU and its derivative on float32, one pass per element range.
+ * gelu(x) = x Phi(x); gelu'(x) = Phi(x) + x phi(x), Phi and phi the standard normal CDF and
+ * density. */
+#include "pullback_math.h"
+
+#define INV_SQRT_2PI 0.39894228040143268f
+
+void gelu_f32(int64_t lo, int64_t hi, const float *restrict x, float *restrict y) {
+    for (int64_t i = lo; i < hi; i++) {
+        float v = x[i];
+        y[i] = v * pb_phi32(v);
+    }
+}
+
+void gelu_backward_f32(int64_t lo, int64_t hi, const float *restrict g, const float *restrict x,
+                       float *restrict out) {
+    for (int64_t i = lo; i < hi; i++) {
+        float v = x[i];
+        float slope = pb_phi32(v) + v * (INV_SQRT_2PI * pb_exp32(-0.5f * v * v));
+        out[i] = g[i] * slope;
+    }
+}

@@ -1,0 +1,200 @@
+"""Native C kernels for the CPU backend, compiled on first use with the system C compiler.
+
+Why: a fused operation written as NumPy passes (GELU and its derivative, a layer norm, a row
+softmax) reads and writes its arrays once per pass, and each pass runs on one core. A C loop does
+the whole computation in one pass per row block; the row blocks are shared by the CPU threads
+(ctypes releases the GIL during the call). PyTorch ships such loops prebuilt; pullback compiles
+them the first time they are needed, with ``$CC`` (default ``cc``) and
+``-O3 -march=native`` (no fast-math), and keeps the shared library in ``$PULLBACK_CACHE_DIR`` (default
+``~/.cache/pullback/native``), named by a hash of the source, the flags, the compiler's version
+and the CPU, so that a changed kernel or another machine gets its own build.
+
+Native kernels are an accelerator, never a requirement: without a compiler, when a build fails,
+or with ``PULLBACK_NATIVE=0`` in the environment, every op runs its NumPy kernel, whose results
+agree with the native one to float32 rounding. :func:`status` says which libraries were built
+and, for the others, why not.
+
+Conventions for kernel sources: every exported function takes a row range ``(int64 lo,
+int64 hi)`` first, then its pointers and sizes, and handles rows ``lo`` to ``hi`` only, so that
+:func:`run_rows` can hand each thread its own share.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import subprocess
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ._cpu_parallel import MIN_PARALLEL_ELEMENTS, run_split, get_num_threads
+
+# No -ffast-math: NaN and infinities keep their meaning. Without trapping math and errno, gcc
+# if-converts the clamps of pullback_math.h and vectorizes the kernels' loops.
+FLAGS = ("-O3", "-march=native", "-std=c99", "-fno-trapping-math", "-fno-math-errno", "-fPIC",
+         "-shared")
+# Headers every kernel source may include (pullback_math.h: vectorizable exp and erf).
+INCLUDE_DIR = Path(__file__).parent / "_csrc"
+# Below this many elements a C call's setup (pointer look-ups, argument conversion: ~2 us) is
+# about what NumPy spends, so small arrays keep their NumPy kernel.
+MIN_NATIVE_ELEMENTS = 1024
+
+_lock = threading.Lock()
+_libraries: dict[str, ctypes.CDLL | None] = {}
+_status: dict[str, str] = {}
+
+
+def enabled() -> bool:
+    """Whether native kernels may be used (``PULLBACK_NATIVE=0`` turns them off)."""
+    return os.environ.get("PULLBACK_NATIVE", "1") != "0"
+
+
+def cache_dir() -> Path:
+    """Where compiled libraries are kept."""
+    explicit = os.environ.get("PULLBACK_CACHE_DIR")
+    if explicit:
+        return Path(explicit) / "native"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pullback" / "native"
+
+
+def status() -> dict[str, str]:
+    """Each library asked for so far: ``"built <path>"``, or why it is not used."""
+    with _lock:
+        return dict(_status)
+
+
+def load(name: str, source: str | os.PathLike[str]) -> ctypes.CDLL | None:
+    """The shared library built from the C file ``source``, or ``None`` where native kernels are
+    off or cannot be built (the reason is in :func:`status`; a failed build also warns once).
+
+    The first call in a process compiles unless a cached build exists; later calls return the
+    loaded library.
+    """
+    with _lock:
+        if name in _libraries:
+            return _libraries[name]
+        library, why = _build_and_load(name, Path(source))
+        _libraries[name] = library
+        _status[name] = why
+    return library
+
+
+def _build_and_load(name: str, source: Path) -> tuple[ctypes.CDLL | None, str]:
+    if not enabled():
+        return None, "off (PULLBACK_NATIVE=0)"
+    compiler = os.environ.get("CC", "cc")
+    version = _compiler_version(compiler)
+    if version is None:
+        return None, f"no C compiler ({compiler!r} not found): NumPy kernels are used"
+    code = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(INCLUDE_DIR.glob("*.h")))
+    key = hashlib.sha256(b"\0".join([code, " ".join(FLAGS).encode(), version.encode(),
+                                     _cpu_identity().encode()])).hexdigest()[:16]
+    target = cache_dir() / f"{name}-{key}.so"
+    if not target.exists():
+        error = _compile(compiler, source, target)
+        if error is not None:
+            warnings.warn(f"pullback: native kernels '{name}' did not build, NumPy kernels are "
+                          f"used instead: {error}", RuntimeWarning, stacklevel=4)
+            return None, f"build failed: {error}"
+    try:
+        return ctypes.CDLL(str(target)), f"built {target}"
+    except OSError as exc:
+        return None, f"cannot load {target}: {exc}"
+
+
+def _compiler_version(compiler: str) -> str | None:
+    try:
+        done = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _cpu_identity() -> str:
+    """What ``-march=native`` depends on: the CPU model and its feature flags."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.machine() + platform.processor()
+    wanted = [line for line in lines if line.startswith(("model name", "flags", "Features"))]
+    return platform.machine() + "\n".join(sorted(set(wanted)))
+
+
+def _compile(compiler: str, source: Path, target: Path) -> str | None:
+    """Compile ``source`` to ``target`` (atomically: concurrent processes may race); the
+    compiler's complaint on failure."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        command = [compiler, *FLAGS, f"-I{INCLUDE_DIR}", "-o", partial, str(source), "-lm"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            return (done.stderr.strip() or done.stdout.strip())[-2000:]
+        os.replace(partial, target)
+        return None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+def declare(library: ctypes.CDLL, function: str, n_pointers: int, n_sizes: int = 0,
+            n_floats: int = 0) -> Callable[..., None]:
+    """``library.function`` typed as ``(int64 lo, int64 hi, pointers..., int64 sizes...,
+    float floats...)`` (the convention of kernel sources, see the module's docstring)."""
+    fn = getattr(library, function)
+    fn.argtypes = ([ctypes.c_int64] * 2 + [ctypes.c_void_p] * n_pointers
+                   + [ctypes.c_int64] * n_sizes + [ctypes.c_float] * n_floats)
+    fn.restype = None
+    return fn
+
+
+def pointer(a: np.ndarray | None) -> int | None:
+    """The data address of a C-contiguous array (``None`` stays ``None``: a NULL argument)."""
+    return None if a is None else a.ctypes.data
+
+
+def run_rows(function: Callable[..., None], rows: int, row_size: int, *args: Any) -> None:
+    """``function(lo, hi, *args)`` over rows ``0..rows``: one share per CPU thread when there is
+    enough work (``rows * row_size`` elements) to pay for the hand-off, else in this thread."""
+    if rows * row_size < MIN_PARALLEL_ELEMENTS or rows < 2 or get_num_threads() == 1:
+        function(0, rows, *args)
+        return
+    run_split(lambda lo, hi: function(lo, hi, *args), rows)
+
+
+def is_native_float32(*arrays: Any) -> bool:
+    """Whether every array is a C-contiguous float32 NumPy array large enough for a native
+    kernel (``None`` entries, absent optional operands, are accepted)."""
+    big = False
+    for a in arrays:
+        if a is None:
+            continue
+        if a.__class__ is not np.ndarray or a.dtype != np.float32 or not a.flags.c_contiguous:
+            return False
+        if a.size >= MIN_NATIVE_ELEMENTS:
+            big = True
+    return big
+
+
+def native_first(native_kernel: Callable[..., Any],
+                 fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """A kernel that runs ``native_kernel`` and, where it returns ``NotImplemented`` (inputs it
+    does not cover, no compiler), ``fallback``."""
+
+    def kernel(*arrays: Any, **attrs: Any) -> Any:
+        out = native_kernel(*arrays, **attrs)
+        return fallback(*arrays, **attrs) if out is NotImplemented else out
+
+    kernel.__wrapped__ = fallback  # type: ignore[attr-defined]
+    return kernel

@@ -1,0 +1,173 @@
+"""Native C kernels (pullback.native): building, caching and falling back, and the float32 GELU
+kernels of the CPU backend against exact float64 values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.special
+
+import pullback as pb
+from pullback import _cpu_native, _cpu_parallel, native
+
+
+@pytest.fixture(scope="module")
+def activations():
+    if _cpu_native._function("gelu_f32", 2) is None:
+        pytest.skip(f"native kernels unavailable here: {native.status().get('activations')}")
+
+
+def _gelu64(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    return x * scipy.special.ndtr(x)
+
+
+def _gelu_slope64(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    return scipy.special.ndtr(x) + x * np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+
+
+# 1,031 and 4,099 leave vector remainders; 2^20 + 3 is split over the threads
+SIZES = [1024, 1031, 4099, (1 << 20) + 3]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_gelu_matches_exact_float64(activations, n):
+    x = (np.random.default_rng(n).standard_normal(n) * 4).astype(np.float32)
+    out = _cpu_native.gelu(x)
+    assert out.dtype == np.float32 and out.shape == x.shape
+    np.testing.assert_allclose(out, _gelu64(x), rtol=3e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_gelu_backward_matches_exact_float64(activations, n):
+    rng = np.random.default_rng(n + 1)
+    x = (rng.standard_normal(n) * 4).astype(np.float32)
+    g = rng.standard_normal(n).astype(np.float32)
+    out = _cpu_native.gelu_backward(g, x)
+    np.testing.assert_allclose(out, g * _gelu_slope64(x), rtol=3e-6, atol=2e-6)
+
+
+def test_gelu_special_values_agree_with_the_numpy_kernel(activations):
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 30.0, -30.0, 3.9, -3.9,
+                        88.0, -88.0, 1e30, -1e30], dtype=np.float32)
+    x = np.resize(special, 2048)  # large enough for the native path
+    numpy_gelu = pb.get_op("gelu").generic(np)
+    numpy_slope = pb.get_op("gelu_backward").generic(np)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(_cpu_native.gelu(x), numpy_gelu(x), rtol=1e-6, atol=1e-30)
+        g = np.ones_like(x)
+        np.testing.assert_allclose(_cpu_native.gelu_backward(g, x), numpy_slope(g, x), rtol=1e-6,
+                                   atol=1e-30)
+
+
+def test_threaded_and_single_thread_results_are_identical(activations):
+    x = np.random.default_rng(5).standard_normal(1 << 20).astype(np.float32)
+    before = _cpu_parallel.get_num_threads()
+    try:
+        _cpu_parallel.set_num_threads(2)
+        threaded = _cpu_native.gelu(x)
+        _cpu_parallel.set_num_threads(1)
+        single = _cpu_native.gelu(x)
+    finally:
+        _cpu_parallel.set_num_threads(before)
+    np.testing.assert_array_equal(threaded, single)
+
+
+def test_the_op_runs_the_native_kernel_and_its_gradient(activations):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 300)).astype(np.float32)
+    g = rng.standard_normal((64, 300)).astype(np.float32)
+    x = pb.tensor(a, requires_grad=True)
+    y = pb.gelu(x)
+    y.backward(pb.tensor(g))
+    np.testing.assert_array_equal(y.detach().numpy(), _cpu_native.gelu(a))
+    np.testing.assert_array_equal(x.grad.numpy(), _cpu_native.gelu_backward(g, a))
+
+
+def test_inputs_the_native_kernel_does_not_cover_take_the_numpy_kernel(activations):
+    rng = np.random.default_rng(8)
+    a64 = rng.standard_normal(4096)
+    assert _cpu_native.gelu(a64) is NotImplemented
+    np.testing.assert_allclose(pb.gelu(pb.tensor(a64)).numpy(), _gelu64(a64), rtol=1e-12)
+    strided = rng.standard_normal((4096, 2)).astype(np.float32)[:, 0]
+    assert _cpu_native.gelu(strided) is NotImplemented
+    assert _cpu_native.gelu(strided[:100].copy()) is NotImplemented  # small: NumPy's
+    assert _cpu_native.gelu(strided.copy(), approximate="tanh") is NotImplemented
+    np.testing.assert_allclose(pb.gelu(pb.tensor(strided)).numpy(), _gelu64(strided), rtol=3e-6,
+                               atol=1e-6)
+
+
+def _run(code: str, **env: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_pullback_native_0_turns_native_kernels_off(tmp_path):
+    code = ("import numpy as np, pullback as pb, pullback.native as n\n"
+            "x = np.linspace(-5, 5, 4096, dtype=np.float32)\n"
+            "y = pb.gelu(pb.tensor(x)).numpy()\n"
+            "print(n.status()['activations']); print(float(y[0]), float(y[-1]))")
+    out = _run(code, PULLBACK_NATIVE="0", PULLBACK_CACHE_DIR=str(tmp_path))
+    status, values = out.splitlines()
+    assert status == "off (PULLBACK_NATIVE=0)"
+    assert not (tmp_path / "native").exists()
+    first, last = map(float, values.split())
+    assert first == pytest.approx(_gelu64(np.float32([-5.0]))[0], abs=1e-6)
+    assert last == pytest.approx(5.0, rel=1e-6)
+
+
+def test_without_a_compiler_the_numpy_kernels_run(monkeypatch, tmp_path):
+    source = tmp_path / "k.c"
+    source.write_text("void f(void) {}\n")
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    assert native.load("test_no_compiler", source) is None
+    assert "no C compiler" in native.status()["test_no_compiler"]
+
+
+def test_a_failed_build_warns_once_and_names_the_error(monkeypatch, tmp_path):
+    if native._compiler_version(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "broken.c"
+    source.write_text("void f(void) { this is not C }\n")
+    with pytest.warns(RuntimeWarning, match="'test_broken' did not build"):
+        assert native.load("test_broken", source) is None
+    assert native.status()["test_broken"].startswith("build failed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert native.load("test_broken", source) is None  # remembered: no second warning
+    assert list((tmp_path / "cache" / "native").iterdir()) == []  # no partial file left
+
+
+def test_builds_are_cached_across_processes_and_keyed_by_source(tmp_path):
+    if native._compiler_version(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    source = tmp_path / "k.c"
+    source.write_text("#include <stdint.h>\n"
+                      "void twice(int64_t lo, int64_t hi, const float *x, float *y) {\n"
+                      "    for (int64_t i = lo; i < hi; i++) y[i] = 2 * x[i];\n}\n")
+    code = ("import numpy as np, pullback.native as n, sys\n"
+            f"lib = n.load('k', {str(source)!r})\n"
+            "f = n.declare(lib, 'twice', 2)\n"
+            "x = np.arange(5, dtype=np.float32); y = np.empty_like(x)\n"
+            "f(0, 5, x.ctypes.data, y.ctypes.data)\n"
+            "print(n.status()['k']); print(y.tolist())")
+    env = {"PULLBACK_CACHE_DIR": str(tmp_path / "cache")}
+    first = _run(code, **env).splitlines()
+    assert first[1] == "[0.0, 2.0, 4.0, 6.0, 8.0]"
+    built = list((tmp_path / "cache" / "native").glob("k-*.so"))
+    assert len(built) == 1 and first[0] == f"built {built[0]}"
+    stamp = built[0].stat().st_mtime_ns
+    assert _run(code, **env).splitlines() == first  # the same file, not rebuilt
+    assert built[0].stat().st_mtime_ns == stamp
+    source.write_text(source.read_text().replace("2 * x[i]", "3 * x[i]"))
+    third = _run(code, **env).splitlines()
+    assert third[1] == "[0.0, 3.0, 6.0, 9.0, 12.0]"
+    assert len(list((tmp_path / "cache" / "native").glob("k-*.so"))) == 2

@@ -1,0 +1,119 @@
+"""C kernels (``_csrc/rows.c``, built by :mod:`pullback.native`) for nn's row-wise float32 ops on
+the CPU: softmax (attention's scale and causal mask folded in), layer norm, and their backwards.
+One pass per row, where the NumPy kernels make five to ten passes over the whole array.
+
+Each function returns ``NotImplemented`` for inputs it does not cover (not float32, not
+C-contiguous, a small array, no compiler), and the caller runs the NumPy kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from pullback import native
+
+_SOURCE = Path(__file__).parent / "_csrc" / "rows.c"
+
+
+@lru_cache(maxsize=None)
+def _function(name: str, n_pointers: int, n_sizes: int, n_floats: int = 0
+              ) -> Callable[..., None] | None:
+    library = native.load("nn_rows", _SOURCE)
+    if library is None:
+        return None
+    return native.declare(library, name, n_pointers, n_sizes, n_floats)
+
+
+def _last_axis(x: Any, axis: int) -> bool:
+    return x.ndim > 0 and axis % x.ndim == x.ndim - 1 and x.shape[-1] > 0
+
+
+def softmax(x: Any, *, axis: int, scale: float = 1.0, causal: bool = False,
+            out: Any = None) -> Any:
+    """``softmax(scale * x)`` along the last axis; with ``causal``, query ``i`` (the
+    second-to-last axis) sees keys ``0..i`` only. ``out`` may be ``x`` itself."""
+    if not _last_axis(x, axis) or not native.is_native_float32(x) or (causal and x.ndim < 2):
+        return NotImplemented
+    kernel = _function("softmax_f32", 2, 3, 1)
+    if kernel is None:
+        return NotImplemented
+    y = np.empty_like(x) if out is None else out
+    cols = x.shape[-1]
+    period = x.shape[-2] if causal else 1
+    native.run_rows(kernel, x.size // cols, cols, x.ctypes.data, y.ctypes.data, cols, period,
+                    int(causal), scale)
+    return y
+
+
+def softmax_backward(gy: Any, y: Any, *, axis: int) -> Any:
+    """``y * (gy - sum(gy * y))`` along the last axis."""
+    if gy.shape != y.shape or not _last_axis(y, axis) or not native.is_native_float32(gy, y):
+        return NotImplemented
+    kernel = _function("softmax_backward_f32", 3, 1)
+    if kernel is None:
+        return NotImplemented
+    gx = np.empty_like(y)
+    cols = y.shape[-1]
+    native.run_rows(kernel, y.size // cols, cols, gy.ctypes.data, y.ctypes.data, gx.ctypes.data,
+                    cols)
+    return gx
+
+
+def _rows_cols(x: Any, normalized_ndim: int) -> tuple[int, int]:
+    cols = math.prod(x.shape[x.ndim - normalized_ndim:])
+    return x.size // cols, cols
+
+
+def _params_fit(x: Any, normalized_ndim: int, *params: Any) -> bool:
+    normalized = x.shape[x.ndim - normalized_ndim:]
+    return (0 < normalized_ndim <= x.ndim and math.prod(normalized) > 0
+            and all(p is None or p.shape == normalized for p in params))
+
+
+def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> Any:
+    """``((x - mean) * rstd * w + b, (mean, rstd))``, mean and rstd shaped as the NumPy kernel
+    keeps them (``x``'s leading axes, then ones)."""
+    if not _params_fit(x, normalized_ndim, w, b) or not native.is_native_float32(x, w, b):
+        return NotImplemented
+    kernel = _function("layer_norm_f32", 6, 1, 1)
+    if kernel is None:
+        return NotImplemented
+    rows, cols = _rows_cols(x, normalized_ndim)
+    kept = x.shape[:x.ndim - normalized_ndim] + (1,) * normalized_ndim
+    y = np.empty_like(x)
+    mean = np.empty(kept, dtype=np.float32)
+    rstd = np.empty(kept, dtype=np.float32)
+    native.run_rows(kernel, rows, cols, x.ctypes.data, native.pointer(w), native.pointer(b),
+                    y.ctypes.data, mean.ctypes.data, rstd.ctypes.data, cols, eps)
+    return y, (mean, rstd)
+
+
+def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normalized_ndim: int,
+                        param_grads: bool = True) -> Any:
+    """``(gx, gw, gb)`` of :func:`layer_norm`; ``gw`` and ``gb`` are ``None`` unless
+    ``param_grads``."""
+    if (g.shape != x.shape or not _params_fit(x, normalized_ndim, w)
+            or not native.is_native_float32(g, x, w, mean, rstd)):
+        return NotImplemented
+    input_kernel = _function("layer_norm_backward_input_f32", 6, 1)
+    param_kernel = _function("layer_norm_backward_params_f32", 6, 2)
+    if input_kernel is None or param_kernel is None:
+        return NotImplemented
+    rows, cols = _rows_cols(x, normalized_ndim)
+    gx = np.empty_like(x)
+    native.run_rows(input_kernel, rows, cols, g.ctypes.data, x.ctypes.data, native.pointer(w),
+                    mean.ctypes.data, rstd.ctypes.data, gx.ctypes.data, cols)
+    if not param_grads:
+        return gx, None, None
+    normalized = x.shape[x.ndim - normalized_ndim:]
+    gw = np.empty(normalized, dtype=np.float32)
+    gb = np.empty(normalized, dtype=np.float32)
+    # split by columns: each thread sums its columns over every row
+    native.run_rows(param_kernel, cols, rows, g.ctypes.data, x.ctypes.data, mean.ctypes.data,
+                    rstd.ctypes.data, gw.ctypes.data, gb.ctypes.data, rows, cols)
+    return gx, gw, gb
