@@ -41,7 +41,8 @@ def test_gelu_matches_exact_float64(activations, n):
     x = (np.random.default_rng(n).standard_normal(n) * 4).astype(np.float32)
     out = _cpu_native.gelu(x)
     assert out.dtype == np.float32 and out.shape == x.shape
-    np.testing.assert_allclose(out, _gelu64(x), rtol=3e-6, atol=1e-6)
+    # relative, but absolute (scaled by |x|) in the negative tail, where 1 + erf cancels
+    assert (np.abs(out - _gelu64(x)) / (1 + np.abs(x))).max() <= 3e-7
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -50,7 +51,7 @@ def test_gelu_backward_matches_exact_float64(activations, n):
     x = (rng.standard_normal(n) * 4).astype(np.float32)
     g = rng.standard_normal(n).astype(np.float32)
     out = _cpu_native.gelu_backward(g, x)
-    np.testing.assert_allclose(out, g * _gelu_slope64(x), rtol=3e-6, atol=2e-6)
+    np.testing.assert_allclose(out, g * _gelu_slope64(x), rtol=3e-6, atol=2e-6 * np.abs(g).max())
 
 
 def test_gelu_special_values_agree_with_the_numpy_kernel(activations):

@@ -55,39 +55,11 @@ static inline float pb_erf32(float x) {
     return x != x ? x : y;
 }
 
-/* erfc(z) for z >= 0 as t exp(-z^2 + R(t)), t = 1 / (1 + z/2), R a degree-9 polynomial (the
- * Chebyshev fit of Numerical Recipes' erfcc, relative error under 1.2e-7 in exact arithmetic;
- * about 36 float32 ulp after rounding for z < 3.5). z^2 is split so that its rounding does not
- * enter the exponent. */
-static inline float pb_erfc32_pos(float z) {
-    z = z > 10.5f ? 10.5f : z; /* erfc(10.5) = 1e-49 rounds to 0; keeps inf - inf out */
-    float t = 1.0f / (1.0f + 0.5f * z);
-    float r = 0.17087277f;
-    r = r * t - 0.82215223f;
-    r = r * t + 1.48851587f;
-    r = r * t - 1.13520398f;
-    r = r * t + 0.27886807f;
-    r = r * t - 0.18628806f;
-    r = r * t + 0.09678418f;
-    r = r * t + 0.37409196f;
-    r = r * t + 1.00002368f;
-    r = r * t - 1.26551223f;
-    uint32_t bits;
-    memcpy(&bits, &z, sizeof bits);
-    bits &= 0xFFFFF000u;
-    float hi;
-    memcpy(&hi, &bits, sizeof hi);
-    return t * pb_exp32(-hi * hi) * pb_exp32(r - (z - hi) * (z + hi));
-}
-
-/* The standard normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2. Below x = -1, 1 + erf cancels
- * (its absolute error becomes a relative error that grows without bound in the tail), so
- * there it is erfc(-x / sqrt 2) / 2 instead. */
+/* The standard normal CDF Phi(x) = (1 + erf(x / sqrt 2)) / 2. For x below about -3 the sum
+ * cancels: erf32's absolute error (a few 1e-7) stays absolute, as in every float32 GELU built on
+ * erf (PyTorch's too); an erfc branch would keep it relative but measured 2.3x slower. */
 static inline float pb_phi32(float x) {
-    float z = x * 0.70710678118654752f;
-    float upper = 0.5f * (1.0f + pb_erf32(z));
-    float lower = 0.5f * pb_erfc32_pos(-z);
-    return x < -1.0f ? lower : upper;
+    return 0.5f * (1.0f + pb_erf32(x * 0.70710678118654752f));
 }
 
 #endif
