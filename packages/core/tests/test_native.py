@@ -172,3 +172,17 @@ def test_builds_are_cached_across_processes_and_keyed_by_source(tmp_path):
     third = _run(code, **env).splitlines()
     assert third[1] == "[0.0, 3.0, 6.0, 9.0, 12.0]"
     assert len(list((tmp_path / "cache" / "native").glob("k-*.so"))) == 2
+
+
+def test_relu_backward_native_matches_where(activations):
+    rng = np.random.default_rng(9)
+    y = np.maximum(rng.standard_normal((64, 8, 26, 26)).astype(np.float32), 0)
+    y[0, 0, 0, :4] = [np.nan, -0.0, 1e-45, -np.inf]
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    g[0, 0, 1, :2] = [np.inf, np.nan]  # where y is 0: the result is 0, not inf * 0
+    with np.errstate(invalid="ignore"):
+        expected = np.where(y > 0, g, np.float32(0))
+    np.testing.assert_array_equal(_cpu_native.relu_backward(g, y), expected)
+    x = pb.tensor(rng.standard_normal(y.shape).astype(np.float32), requires_grad=True)
+    pb.relu(x).backward(pb.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(x.detach().numpy() > 0, g, 0))

@@ -8,6 +8,7 @@ import numpy as np
 
 from ._cpu_native import NATIVE_KERNELS
 from ._cpu_parallel import parallel_elementwise, parallel_sum, parallel_sum_to
+from ._host_memory import tune_malloc
 from .device import Backend
 from .native import native_first
 
@@ -24,6 +25,7 @@ class CPUBackend(Backend):
 
     def __init__(self) -> None:
         self._generator = np.random.Generator(np.random.PCG64(0))
+        tune_malloc()  # freed arrays stay in the process for reuse (see _host_memory)
 
     @property
     def xp(self) -> Any:

@@ -1,6 +1,7 @@
-"""The CPU backend's native kernels (:mod:`pullback.native`) for core ops: exact GELU and its
-derivative on float32, where the NumPy kernel needs two dozen passes per block (the normal CDF
-of ``_ops/_erf32.py``) and C needs one.
+"""The CPU backend's native kernels (:mod:`pullback.native`) for core ops on float32: exact GELU
+and its derivative, where the NumPy kernel needs two dozen passes per block (the normal CDF of
+``_ops/_erf32.py``) and C needs one, and ReLU's derivative, where NumPy's ``where`` branches on
+every element of a random mask.
 
 Each function returns ``NotImplemented`` for inputs it does not cover (another dtype, the tanh
 approximation, a non-contiguous or small array, no compiler); the backend then runs the op's
@@ -40,15 +41,29 @@ def gelu(x: Any, approximate: str = "none") -> Any:
 
 def gelu_backward(g: Any, x: Any, approximate: str = "none") -> Any:
     """``g * gelu'(x)``, or ``NotImplemented``."""
-    if approximate != "none" or g.shape != x.shape or not native.is_native_float32(g, x):
+    if approximate != "none":
         return NotImplemented
-    kernel = _function("gelu_backward_f32", 3)
+    return _binary("gelu_backward_f32", g, x)
+
+
+def relu_backward(g: Any, y: Any) -> Any:
+    """``g`` where ``y > 0``, else 0, or ``NotImplemented``."""
+    return _binary("relu_backward_f32", g, y)
+
+
+def _binary(function: str, a: Any, b: Any) -> Any:
+    """``function(a, b)`` elementwise into a new array, or ``NotImplemented``."""
+    if a.shape != b.shape or not native.is_native_float32(a, b):
+        return NotImplemented
+    kernel = _function(function, 3)
     if kernel is None:
         return NotImplemented
-    out = np.empty_like(x)
-    native.run_rows(kernel, x.size, 1, g.ctypes.data, x.ctypes.data, out.ctypes.data)
+    out = np.empty_like(a)
+    native.run_rows(kernel, a.size, 1, a.ctypes.data, b.ctypes.data, out.ctypes.data)
     return out
 
 
-NATIVE_KERNELS: dict[str, Callable[..., Any]] = {"gelu": gelu, "gelu_backward": gelu_backward}
+NATIVE_KERNELS: dict[str, Callable[..., Any]] = {
+    "gelu": gelu, "gelu_backward": gelu_backward, "relu_backward": relu_backward,
+}
 

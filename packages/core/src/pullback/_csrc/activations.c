@@ -1,4 +1,5 @@
-/* Exact (erf) GELU and its derivative on float32, one pass per element range.
+/* Exact (erf) GELU and its derivative, and ReLU's derivative, on float32, one pass per element
+ * range.
  * gelu(x) = x Phi(x); gelu'(x) = Phi(x) + x phi(x), Phi and phi the standard normal CDF and
  * density. */
 #include "pullback_math.h"
@@ -19,4 +20,10 @@ void gelu_backward_f32(int64_t lo, int64_t hi, const float *restrict g, const fl
         float slope = pb_phi32(v) + v * (INV_SQRT_2PI * pb_exp32(-0.5f * v * v));
         out[i] = g[i] * slope;
     }
+}
+
+/* out = g where y > 0, else 0 (a blend: no per-element branch on a random mask) */
+void relu_backward_f32(int64_t lo, int64_t hi, const float *restrict g, const float *restrict y,
+                       float *restrict out) {
+    for (int64_t i = lo; i < hi; i++) out[i] = y[i] > 0.0f ? g[i] : 0.0f;
 }
