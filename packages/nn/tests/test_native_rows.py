@@ -1,6 +1,6 @@
-"""nn's C row kernels (softmax with attention's scale and causal mask, its backward, layer norm
-and its backward) against float64 references, their fallbacks, and the float32 ops that use
-them against PyTorch."""
+"""nn's C kernels (softmax with attention's scale and causal mask, its backward, layer norm and
+its backward, convolution's im2col and col2im) against float64 or NumPy references, their
+fallbacks, and the float32 ops that use them against PyTorch."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import pullback
 import pullback.nn.functional as F
 from pullback import _cpu_parallel
-from pullback.nn._ops import _native
+from pullback.nn._ops import _native, conv
 from pullback.registry import OPS
 
 from nn_helpers import assert_close
@@ -151,7 +151,56 @@ def test_threaded_and_single_thread_row_kernels_agree_exactly(rows):
         np.testing.assert_array_equal(threaded, single)
 
 
+# (input shape, kernel, stride, padding ((top, bottom), (left, right)), dilation)
+CONV_GEOMETRIES = [
+    ((64, 8, 13, 13), (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ((8, 3, 9, 11), (3, 2), (2, 3), ((1, 2), (0, 1)), (1, 2)),
+    ((30, 2, 5, 5), (3, 3), (1, 1), ((2, 2), (2, 2)), (1, 1)),
+    ((16, 4, 10, 10), (2, 2), (3, 3), ((0, 0), (0, 0)), (1, 1)),  # windows skip pixels
+]
+
+
+@pytest.mark.parametrize("shape,kernel,stride,padding,dilation", CONV_GEOMETRIES, ids=str)
+def test_im2col_and_col2im_match_the_strided_views(rows, shape, kernel, stride, padding,
+                                                   dilation):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal(shape).astype(np.float32)
+    out_hw = tuple(conv.out_size(shape[2 + a], kernel[a], stride[a], padding[a], dilation[a])
+                   for a in range(2))
+    cols = _native.im2col(x, kernel, out_hw, stride, padding, dilation)
+    expected = conv.windows(np, conv.pad_input(np, x, padding), kernel, stride, dilation, out_hw)
+    np.testing.assert_array_equal(cols, expected)
+
+    h = rng.standard_normal(cols.shape).astype(np.float32)
+    (top, bottom), (left, right) = padding
+    padded = np.zeros(shape[:2] + (shape[2] + top + bottom, shape[3] + left + right), np.float32)
+    conv.add_windows(np, padded, h, stride, dilation)
+    np.testing.assert_allclose(_native.col2im(h, shape[2:], stride, padding, dilation),
+                               conv.crop(np, padded, padding, shape[2:]), rtol=1e-6, atol=1e-6)
+
+
 torch = pytest.importorskip("torch", reason="PyTorch is the numerical oracle of the tests below")
+
+
+@pytest.mark.parametrize("shape,weight,padding", [
+    ((64, 1, 28, 28), (8, 1, 3, 3), 0), ((64, 8, 13, 13), (16, 8, 3, 3), 0),
+    ((8, 16, 12, 12), (16, 16, 3, 3), 1), ((8, 4, 15, 15), (6, 4, 3, 3), 2)], ids=str)
+def test_float32_conv2d_through_the_op_matches_torch(rows, shape, weight, padding):
+    """LeNet's two layers (the widening one takes the col2im input gradient) and padded ones."""
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(weight).astype(
+        np.float32) * 0.2
+    b = rng.standard_normal(weight[0]).astype(np.float32)
+    (ox, tx), (ow, tw), (ob, tb) = _pair(x), _pair(w), _pair(b)
+    out = F.conv2d(ox, ow, ob, padding=padding)
+    t_out = torch.nn.functional.conv2d(tx, tw, tb, padding=padding)
+    assert_close(out, t_out, "float32", "forward")
+    g = rng.standard_normal(tuple(t_out.shape)).astype(np.float32)
+    out.backward(pullback.tensor(g))
+    t_out.backward(torch.tensor(g))
+    assert_close(ox.grad, tx.grad, "float32", "grad x")
+    assert_close(ow.grad, tw.grad, "float32", "grad w", scale=10)  # sums over the batch
+    assert_close(ob.grad, tb.grad, "float32", "grad b", scale=10)
 
 
 def _pair(a):

@@ -1,6 +1,8 @@
-"""C kernels (``_csrc/rows.c``, built by :mod:`pullback.native`) for nn's row-wise float32 ops on
-the CPU: softmax (attention's scale and causal mask folded in), layer norm, and their backwards.
-One pass per row, where the NumPy kernels make five to ten passes over the whole array.
+"""C kernels (``_csrc/*.c``, built by :mod:`pullback.native`) for nn's float32 ops on the CPU:
+softmax (attention's scale and causal mask folded in), layer norm and their backwards
+(``rows.c``): one pass per row, where the NumPy kernels make five to ten passes over the whole
+array; and convolution's im2col and col2im (``im2col.c``), which NumPy runs through strided views
+at a few nanoseconds per element.
 
 Each function returns ``NotImplemented`` for inputs it does not cover (not float32, not
 C-contiguous, a small array, no compiler), and the caller runs the NumPy kernel.
@@ -17,13 +19,13 @@ import numpy as np
 
 from pullback import native
 
-_SOURCE = Path(__file__).parent / "_csrc" / "rows.c"
+_SOURCES = Path(__file__).parent / "_csrc"
 
 
 @lru_cache(maxsize=None)
-def _function(name: str, n_pointers: int, n_sizes: int, n_floats: int = 0
-              ) -> Callable[..., None] | None:
-    library = native.load("nn_rows", _SOURCE)
+def _function(name: str, n_pointers: int, n_sizes: int, n_floats: int = 0,
+              source: str = "rows") -> Callable[..., None] | None:
+    library = native.load(f"nn_{source}", _SOURCES / f"{source}.c")
     if library is None:
         return None
     return native.declare(library, name, n_pointers, n_sizes, n_floats)
@@ -117,3 +119,43 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
     native.run_rows(param_kernel, cols, rows, g.ctypes.data, x.ctypes.data, mean.ctypes.data,
                     rstd.ctypes.data, gw.ctypes.data, gb.ctypes.data, rows, cols)
     return gx, gw, gb
+
+
+Pair = tuple[int, int]
+
+
+def _geometry(kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],
+              dilation: Pair) -> tuple[int, ...]:
+    return (*kernel, *out_hw, *stride, padding[0][0], padding[1][0], *dilation)
+
+
+def im2col(x: Any, kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],
+           dilation: Pair) -> Any:
+    """The windows of ``x`` (N, C, H, W) as a (N, C, kh, kw, Ho, Wo) array (zeros in the
+    padding), or ``NotImplemented``."""
+    if x.ndim != 4 or not native.is_native_float32(x):
+        return NotImplemented
+    kernel_fn = _function("im2col_f32", 2, 12, source="im2col")
+    if kernel_fn is None:
+        return NotImplemented
+    n, c, h, w = x.shape
+    cols = np.empty((n, c) + tuple(kernel) + tuple(out_hw), dtype=np.float32)
+    native.run_rows(kernel_fn, n * c, cols[0, 0].size, x.ctypes.data, cols.ctypes.data, h, w,
+                    *_geometry(kernel, out_hw, stride, padding, dilation))
+    return cols
+
+
+def col2im(cols: Any, input_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],
+           dilation: Pair) -> Any:
+    """The adjoint of :func:`im2col`: ``cols`` (N, C, kh, kw, Ho, Wo) added back into an
+    (N, C, H, W) array, or ``NotImplemented``."""
+    if cols.ndim != 6 or not native.is_native_float32(cols):
+        return NotImplemented
+    kernel_fn = _function("col2im_f32", 2, 12, source="im2col")
+    if kernel_fn is None:
+        return NotImplemented
+    n, c, kh, kw, ho, wo = cols.shape
+    dx = np.empty((n, c) + tuple(input_hw), dtype=np.float32)
+    native.run_rows(kernel_fn, n * c, cols[0, 0].size, cols.ctypes.data, dx.ctypes.data,
+                    *input_hw, *_geometry((kh, kw), (ho, wo), stride, padding, dilation))
+    return dx

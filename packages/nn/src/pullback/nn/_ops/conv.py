@@ -20,8 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pullback.registry import Op
 
+from . import _native
 from ._call import op_in
 
 Pair = tuple[int, int]
@@ -81,7 +84,9 @@ def _im2col(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding, dilat
     n, c, h, w = x.shape
     out_hw = (out_size(h, kernel[0], stride[0], padding[0], dilation[0]),
               out_size(w, kernel[1], stride[1], padding[1], dilation[1]))
-    win = windows(xp, pad_input(xp, x, padding), kernel, stride, dilation, out_hw)
+    win = _native.im2col(x, kernel, out_hw, stride, padding, dilation) if xp is np else None
+    if win is None or win is NotImplemented:
+        win = windows(xp, pad_input(xp, x, padding), kernel, stride, dilation, out_hw)
     cols = win.reshape(n, groups, (c // groups) * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
     return cols, out_hw
 
@@ -127,15 +132,21 @@ def _input_grad_kernel(xp: Any) -> Any:
         # of the input that no window reached, e.g. a transposed conv's output_padding, get 0).
         full = ((reach[0] - padding[0][0], h - ho + padding[0][0]),
                 (reach[1] - padding[1][0], wi - wo + padding[1][0]))
-        if stride == (1, 1) and min(full[0] + full[1]) >= 0:
-            # With stride 1 the input gradient is itself a convolution (of g, fully padded, with
-            # the rotated weight): one im2col and one GEMM beat a GEMM plus kh*kw strided adds.
+        # With stride 1 the input gradient is itself a convolution (of g, fully padded, with the
+        # rotated weight): one im2col and one GEMM. The other way is a GEMM and col2im, whose
+        # matrix is smaller when the layer widens (O * H * W > C * Ho * Wo), as in LeNet's conv2.
+        im2col_larger = o * h * wi > c * ho * wo
+        if stride == (1, 1) and min(full[0] + full[1]) >= 0 and not im2col_larger:
             dx, _ = _convolve(xp, g, _flipped_transposed(xp, w, groups), (1, 1), full, dilation,
                               groups)
             return dx
         wmat = w.reshape(groups, o // groups, -1)
         gmat = g.reshape(n, groups, o // groups, ho * wo)
         cols = xp.matmul(wmat.transpose(0, 2, 1), gmat).reshape(n, c, kh, kw, ho, wo)
+        if xp is np:
+            dx = _native.col2im(cols, (h, wi), stride, padding, dilation)
+            if dx is not NotImplemented:
+                return dx
         (pt, pb), (pl, pr) = padding
         dxpad = xp.zeros((n, c, h + pt + pb, wi + pl + pr), dtype=cols.dtype)
         add_windows(xp, dxpad, cols, stride, dilation)
