@@ -97,7 +97,11 @@ def test_inputs_the_native_kernel_does_not_cover_take_the_numpy_kernel(activatio
     assert _cpu_native.gelu(a64) is NotImplemented
     np.testing.assert_allclose(pb.gelu(pb.tensor(a64)).numpy(), _gelu64(a64), rtol=1e-12)
     strided = rng.standard_normal((4096, 2)).astype(np.float32)[:, 0]
-    assert _cpu_native.gelu(strided) is NotImplemented
+    # strided (and broadcast) inputs are copied once and run natively
+    np.testing.assert_array_equal(_cpu_native.gelu(strided), _cpu_native.gelu(strided.copy()))
+    g = np.broadcast_to(np.float32(2.0), strided.shape)  # sum's gradient is a broadcast
+    np.testing.assert_array_equal(_cpu_native.gelu_backward(g, strided),
+                                  _cpu_native.gelu_backward(g.copy(), strided.copy()))
     assert _cpu_native.gelu(strided[:100].copy()) is NotImplemented  # small: NumPy's
     assert _cpu_native.gelu(strided.copy(), approximate="tanh") is NotImplemented
     np.testing.assert_allclose(pb.gelu(pb.tensor(strided)).numpy(), _gelu64(strided), rtol=3e-6,

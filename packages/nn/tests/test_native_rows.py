@@ -79,7 +79,9 @@ def test_inputs_not_covered_return_not_implemented(rows):
     x = np.ones((64, 64), dtype=np.float32)
     assert _native.softmax(x, axis=0) is NotImplemented
     assert _native.softmax(x.astype(np.float64), axis=-1) is NotImplemented
-    assert _native.softmax(x[:, ::2], axis=-1) is NotImplemented
+    assert _native.softmax(x[:, ::2], axis=-1, out=x[:, ::2]) is NotImplemented  # in place
+    np.testing.assert_array_equal(_native.softmax(x[:, ::2], axis=-1),  # copied, then native
+                                  _native.softmax(x[:, ::2].copy(), axis=-1))
     assert _native.softmax(x[:8, :8].copy(), axis=-1) is NotImplemented  # small: NumPy's
     w = np.ones(32, dtype=np.float32)
     assert _native.layer_norm(x, w, None, normalized_ndim=1, eps=1e-5) is NotImplemented

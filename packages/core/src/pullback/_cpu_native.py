@@ -29,11 +29,11 @@ def _function(name: str, n_pointers: int) -> Callable[..., None] | None:
 
 def gelu(x: Any, approximate: str = "none") -> Any:
     """``x Phi(x)``, or ``NotImplemented``."""
-    if approximate != "none" or not native.is_native_float32(x):
-        return NotImplemented
+    inputs = native.float32_inputs(x) if approximate == "none" else None
     kernel = _function("gelu_f32", 2)
-    if kernel is None:
+    if inputs is None or kernel is None:
         return NotImplemented
+    (x,) = inputs
     out = np.empty_like(x)
     native.run_rows(kernel, x.size, 1, x.ctypes.data, out.ctypes.data)
     return out
@@ -53,11 +53,11 @@ def relu_backward(g: Any, y: Any) -> Any:
 
 def _binary(function: str, a: Any, b: Any) -> Any:
     """``function(a, b)`` elementwise into a new array, or ``NotImplemented``."""
-    if a.shape != b.shape or not native.is_native_float32(a, b):
-        return NotImplemented
+    inputs = native.float32_inputs(a, b) if a.shape == b.shape else None
     kernel = _function(function, 3)
-    if kernel is None:
+    if inputs is None or kernel is None:
         return NotImplemented
+    a, b = inputs
     out = np.empty_like(a)
     native.run_rows(kernel, a.size, 1, a.ctypes.data, b.ctypes.data, out.ctypes.data)
     return out

@@ -173,18 +173,23 @@ def run_rows(function: Callable[..., None], rows: int, row_size: int, *args: Any
     run_split(lambda lo, hi: function(lo, hi, *args), rows)
 
 
-def is_native_float32(*arrays: Any) -> bool:
-    """Whether every array is a C-contiguous float32 NumPy array large enough for a native
-    kernel (``None`` entries, absent optional operands, are accepted)."""
+def float32_inputs(*arrays: Any) -> tuple[Any, ...] | None:
+    """The arrays as C-contiguous float32 NumPy arrays for a native kernel (strided or broadcast
+    ones copied: one pass, against the several of a NumPy fallback; ``None`` entries, absent
+    optional operands, kept), or ``None`` when one is not a float32 NumPy array or all are
+    small."""
     big = False
     for a in arrays:
         if a is None:
             continue
-        if a.__class__ is not np.ndarray or a.dtype != np.float32 or not a.flags.c_contiguous:
-            return False
+        if a.__class__ is not np.ndarray or a.dtype != np.float32:
+            return None
         if a.size >= MIN_NATIVE_ELEMENTS:
             big = True
-    return big
+    if not big:
+        return None
+    return tuple(a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a)
+                 for a in arrays)
 
 
 def native_first(native_kernel: Callable[..., Any],

@@ -39,11 +39,15 @@ def softmax(x: Any, *, axis: int, scale: float = 1.0, causal: bool = False,
             out: Any = None) -> Any:
     """``softmax(scale * x)`` along the last axis; with ``causal``, query ``i`` (the
     second-to-last axis) sees keys ``0..i`` only. ``out`` may be ``x`` itself."""
-    if not _last_axis(x, axis) or not native.is_native_float32(x) or (causal and x.ndim < 2):
+    if not _last_axis(x, axis) or (causal and x.ndim < 2):
+        return NotImplemented
+    inputs = native.float32_inputs(x)
+    if inputs is None or (out is not None and inputs[0] is not x):  # in place needs x itself
         return NotImplemented
     kernel = _function("softmax_f32", 2, 3, 1)
     if kernel is None:
         return NotImplemented
+    (x,) = inputs
     y = np.empty_like(x) if out is None else out
     cols = x.shape[-1]
     period = x.shape[-2] if causal else 1
@@ -54,11 +58,11 @@ def softmax(x: Any, *, axis: int, scale: float = 1.0, causal: bool = False,
 
 def softmax_backward(gy: Any, y: Any, *, axis: int) -> Any:
     """``y * (gy - sum(gy * y))`` along the last axis."""
-    if gy.shape != y.shape or not _last_axis(y, axis) or not native.is_native_float32(gy, y):
-        return NotImplemented
+    inputs = native.float32_inputs(gy, y) if gy.shape == y.shape and _last_axis(y, axis) else None
     kernel = _function("softmax_backward_f32", 3, 1)
-    if kernel is None:
+    if inputs is None or kernel is None:
         return NotImplemented
+    gy, y = inputs
     gx = np.empty_like(y)
     cols = y.shape[-1]
     native.run_rows(kernel, y.size // cols, cols, gy.ctypes.data, y.ctypes.data, gx.ctypes.data,
@@ -80,11 +84,11 @@ def _params_fit(x: Any, normalized_ndim: int, *params: Any) -> bool:
 def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> Any:
     """``((x - mean) * rstd * w + b, (mean, rstd))``, mean and rstd shaped as the NumPy kernel
     keeps them (``x``'s leading axes, then ones)."""
-    if not _params_fit(x, normalized_ndim, w, b) or not native.is_native_float32(x, w, b):
-        return NotImplemented
+    inputs = native.float32_inputs(x, w, b) if _params_fit(x, normalized_ndim, w, b) else None
     kernel = _function("layer_norm_f32", 6, 1, 1)
-    if kernel is None:
+    if inputs is None or kernel is None:
         return NotImplemented
+    x, w, b = inputs
     rows, cols = _rows_cols(x, normalized_ndim)
     kept = x.shape[:x.ndim - normalized_ndim] + (1,) * normalized_ndim
     y = np.empty_like(x)
@@ -99,13 +103,13 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
                         param_grads: bool = True) -> Any:
     """``(gx, gw, gb)`` of :func:`layer_norm`; ``gw`` and ``gb`` are ``None`` unless
     ``param_grads``."""
-    if (g.shape != x.shape or not _params_fit(x, normalized_ndim, w)
-            or not native.is_native_float32(g, x, w, mean, rstd)):
-        return NotImplemented
+    fits = g.shape == x.shape and _params_fit(x, normalized_ndim, w)
+    inputs = native.float32_inputs(g, x, w, mean, rstd) if fits else None
     input_kernel = _function("layer_norm_backward_input_f32", 6, 1)
     param_kernel = _function("layer_norm_backward_params_f32", 6, 2)
-    if input_kernel is None or param_kernel is None:
+    if inputs is None or input_kernel is None or param_kernel is None:
         return NotImplemented
+    g, x, w, mean, rstd = inputs
     rows, cols = _rows_cols(x, normalized_ndim)
     gx = np.empty_like(x)
     native.run_rows(input_kernel, rows, cols, g.ctypes.data, x.ctypes.data, native.pointer(w),
@@ -133,11 +137,11 @@ def im2col(x: Any, kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair
            dilation: Pair) -> Any:
     """The windows of ``x`` (N, C, H, W) as a (N, C, kh, kw, Ho, Wo) array (zeros in the
     padding), or ``NotImplemented``."""
-    if x.ndim != 4 or not native.is_native_float32(x):
-        return NotImplemented
+    inputs = native.float32_inputs(x) if x.ndim == 4 else None
     kernel_fn = _function("im2col_f32", 2, 12, source="im2col")
-    if kernel_fn is None:
+    if inputs is None or kernel_fn is None:
         return NotImplemented
+    (x,) = inputs
     n, c, h, w = x.shape
     cols = np.empty((n, c) + tuple(kernel) + tuple(out_hw), dtype=np.float32)
     native.run_rows(kernel_fn, n * c, cols[0, 0].size, x.ctypes.data, cols.ctypes.data, h, w,
@@ -149,11 +153,11 @@ def col2im(cols: Any, input_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],
            dilation: Pair) -> Any:
     """The adjoint of :func:`im2col`: ``cols`` (N, C, kh, kw, Ho, Wo) added back into an
     (N, C, H, W) array, or ``NotImplemented``."""
-    if cols.ndim != 6 or not native.is_native_float32(cols):
-        return NotImplemented
+    inputs = native.float32_inputs(cols) if cols.ndim == 6 else None
     kernel_fn = _function("col2im_f32", 2, 12, source="im2col")
-    if kernel_fn is None:
+    if inputs is None or kernel_fn is None:
         return NotImplemented
+    (cols,) = inputs
     n, c, kh, kw, ho, wo = cols.shape
     dx = np.empty((n, c) + tuple(input_hw), dtype=np.float32)
     native.run_rows(kernel_fn, n * c, cols[0, 0].size, cols.ctypes.data, dx.ctypes.data,
