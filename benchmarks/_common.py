@@ -22,6 +22,17 @@ def best_time(fn: Callable[[], Any], repeat: int = 20, warmup: int = 3) -> float
     return best
 
 
+def best_times(*fns: Callable[[], Any], rounds: int = 3, repeat: int = 10) -> list[float]:
+    """Best wall time of each function, in seconds, over ``rounds`` alternating rounds of
+    :func:`best_time` (pullback, PyTorch, pullback, ...): a slow spell of the machine, or a
+    process's first steps while its allocator warms up, then hits both sides alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], best_time(fn, repeat=repeat))
+    return best
+
+
 def peak_memory(fn: Callable[[], Any]) -> int:
     """Peak bytes allocated through Python's allocator (NumPy and PyTorch CPU both use it...
     NumPy does; PyTorch's CPU allocator does not, so this is reported for pullback only)."""

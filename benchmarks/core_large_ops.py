@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import pullback as pb
-from _common import best_time, emit, peak_memory, torch_or_exit
+from _common import best_times, emit, peak_memory, torch_or_exit
 
 
 def main() -> None:
@@ -27,8 +27,7 @@ def main() -> None:
 
     pa, pb_ = pb.tensor(a0, requires_grad=True), pb.tensor(b0, requires_grad=True)
     ta, tb = torch.tensor(a0, requires_grad=True), torch.tensor(b0, requires_grad=True)
-    t_pb = best_time(lambda: matmul(pb, pa, pb_), repeat=10)
-    t_torch = best_time(lambda: matmul(torch, ta, tb), repeat=10)
+    t_pb, t_torch = best_times(lambda: matmul(pb, pa, pb_), lambda: matmul(torch, ta, tb))
     emit(benchmark="matmul_fwd_bwd", n=n, dtype="float32", pullback_ms=t_pb * 1e3,
          torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=1.1,
          pullback_peak_mb=peak_memory(lambda: matmul(pb, pa, pb_)) / 2**20)
@@ -43,14 +42,13 @@ def main() -> None:
 
     px, pr, pc = (pb.tensor(v, requires_grad=True) for v in (x0, r0, c0))
     tx, tr, tc = (torch.tensor(v, requires_grad=True) for v in (x0, r0, c0))
-    t_pb = best_time(lambda: chain(px, pr, pc), repeat=10)
-    t_torch = best_time(lambda: chain(tx, tr, tc), repeat=10)
+    t_pb, t_torch = best_times(lambda: chain(px, pr, pc), lambda: chain(tx, tr, tc))
     emit(benchmark="elementwise_chain_fwd_bwd", elements=rows * cols, dtype="float32",
          pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=1.5,
          pullback_peak_mb=peak_memory(lambda: chain(px, pr, pc)) / 2**20)
 
-    t_pb = best_time(lambda: pb.gelu(px).sum().backward(), repeat=10)
-    t_torch = best_time(lambda: torch.nn.functional.gelu(tx).sum().backward(), repeat=10)
+    t_pb, t_torch = best_times(lambda: pb.gelu(px).sum().backward(),
+                               lambda: torch.nn.functional.gelu(tx).sum().backward())
     emit(benchmark="gelu_fwd_bwd", elements=rows * cols, dtype="float32",
          pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import pullback as pb
-from _common import best_time, emit, torch_or_exit
+from _common import best_times, emit, torch_or_exit
 
 N_OPS = 1000
 
@@ -43,10 +43,10 @@ def main() -> None:
         with torch.no_grad():
             chain(torch.tensor(x0), torch.tensor(w0))
 
-    t_pb, t_torch = best_time(run_pb), best_time(run_torch)
+    t_pb, t_torch = best_times(run_pb, run_torch, repeat=20)
     emit(benchmark="op_chain_fwd_bwd", ops=N_OPS, elements=8, pullback_ms=t_pb * 1e3,
          torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=1.25)
-    f_pb, f_torch = best_time(run_pb_forward), best_time(run_torch_forward)
+    f_pb, f_torch = best_times(run_pb_forward, run_torch_forward, repeat=20)
     emit(benchmark="op_chain_fwd_no_grad", ops=N_OPS, elements=8, pullback_ms=f_pb * 1e3,
          torch_ms=f_torch * 1e3, ratio=f_pb / f_torch)
 

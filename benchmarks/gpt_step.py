@@ -17,7 +17,7 @@ import numpy as np
 
 import pullback as pb
 import pullback.optim as optim
-from _common import best_time, emit, torch_or_exit
+from _common import best_time, best_times, emit, torch_or_exit
 from pullback.gpt import GPT, GPTConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "gpt" / "tests"))
@@ -97,13 +97,7 @@ def main() -> None:
         if tdev == "cuda":
             torch.cuda.synchronize()
 
-    # Rounds of ten steps each, the two sides alternating: the first steps of a process are slow
-    # while glibc's malloc raises its mmap threshold (until then every large temporary is a
-    # fresh mmap, paid in page faults), and timing one side only first would charge that to it.
-    t_pb = t_torch = float("inf")
-    for _ in range(args.rounds):
-        t_pb = min(t_pb, best_time(step_pb, repeat=10))
-        t_torch = min(t_torch, best_time(step_torch, repeat=10))
+    t_pb, t_torch = best_times(step_pb, step_torch, rounds=args.rounds)
     peak = gemm_gflops(torch)
     flops = model_flops_per_step(CONFIG, BATCH)
     emit(benchmark="gpt_step", device=args.device, batch=BATCH, config=CONFIG.to_dict(),
