@@ -88,10 +88,28 @@ TAKE = declare(Op("take", lambda xp: lambda x, idx, axis: xp.take(x, idx, axis=a
                   save_inputs=False, doc="select entries along an axis (index_select)"))
 
 
+def _sum_rows_by_index(g: Any, idx: Any, rows: int) -> Any:
+    """NumPy: ``out[idx[i]] += g[i]`` for the rows of ``g`` (an embedding's gradient) by sorting:
+    one gather and one ``add.reduceat`` over runs of equal indices. ``np.add.at`` does the same
+    row by row through a generic loop, about 10x slower for a GPT batch (2,048 rows of 128)."""
+    flat = idx.reshape(-1)
+    flat = np.where(flat < 0, flat + rows, flat)  # one row, one run, however it was spelled
+    order = np.argsort(flat, kind="stable")  # stable: the sums add in the original order
+    ordered = flat[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    out = np.zeros((rows,) + g.shape[idx.ndim:], dtype=g.dtype)
+    if flat.size:
+        values = g.reshape((flat.size,) + g.shape[idx.ndim:])[order]
+        out[ordered[starts]] = np.add.reduceat(values, starts, axis=0)
+    return out
+
+
 def _take_scatter_add_kernel(xp: Any) -> Any:
     add_at = _add_at(xp)
 
     def take_scatter_add(g: Any, idx: Any, axis: int, shape: tuple[int, ...]) -> Any:
+        if xp is np and axis == 0 and g.dtype.kind == "f":
+            return _sum_rows_by_index(g, idx, shape[0])
         out = xp.zeros(shape, dtype=g.dtype)
         add_at(out, (slice(None),) * axis + (idx,), g)
         return out
