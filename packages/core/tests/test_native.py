@@ -190,3 +190,16 @@ def test_relu_backward_native_matches_where(activations):
     x = pb.tensor(rng.standard_normal(y.shape).astype(np.float32), requires_grad=True)
     pb.relu(x).backward(pb.tensor(g))
     np.testing.assert_array_equal(x.grad.numpy(), np.where(x.detach().numpy() > 0, g, 0))
+
+
+def test_an_unwritable_cache_folder_means_numpy_kernels_not_an_error(monkeypatch, tmp_path):
+    if native._compiler_version(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(blocker))
+    source = tmp_path / "k.c"
+    source.write_text("void f(void) {}\n")
+    with pytest.warns(RuntimeWarning, match="'test_unwritable' did not build"):
+        assert native.load("test_unwritable", source) is None
+    assert native.status()["test_unwritable"].startswith("build failed")

@@ -130,11 +130,12 @@ def _cpu_identity() -> str:
 
 def _compile(compiler: str, source: Path, target: Path) -> str | None:
     """Compile ``source`` to ``target`` (atomically: concurrent processes may race); the
-    compiler's complaint on failure."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
-    os.close(fd)
+    compiler's complaint, or why the cache folder is unusable, on failure."""
+    partial = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
+        os.close(fd)
         command = [compiler, *FLAGS, f"-I{INCLUDE_DIR}", "-o", partial, str(source), "-lm"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
@@ -144,7 +145,7 @@ def _compile(compiler: str, source: Path, target: Path) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     finally:
-        if os.path.exists(partial):
+        if partial is not None and os.path.exists(partial):
             os.unlink(partial)
 
 
