@@ -602,3 +602,22 @@ def test_function_outputs_in_bfloat16_carry_gradients():
     assert y.requires_grad
     y.float().sum().backward()
     assert x.grad.dtype == pb.bfloat16 and x.grad.float().numpy().sum() == 6.0
+
+
+def test_vjp_matches_torch_and_gives_zeros_for_an_unused_input():
+    torch = pytest.importorskip("torch", reason="PyTorch is the numerical oracle")
+    from pullback.autograd.functional import vjp
+
+    rng = np.random.default_rng(12)
+    a, v = rng.standard_normal(5), rng.standard_normal(5)
+    y, g = vjp(lambda x: pb.tanh(x) * x, pb.tensor(a), pb.tensor(v))
+    ty, tg = torch.autograd.functional.vjp(lambda x: torch.tanh(x) * x, torch.tensor(a),
+                                           torch.tensor(v))
+    np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-12)
+    const = pb.tensor(v)
+    _, unused = vjp(lambda x: const * 2.0, pb.tensor(a), pb.tensor(v))
+    _, t_unused = torch.autograd.functional.vjp(lambda x: torch.tensor(v) * 2.0, torch.tensor(a),
+                                                torch.tensor(v))
+    np.testing.assert_array_equal(unused.numpy(), t_unused.numpy())
+    assert unused.shape == (5,) and unused.dtype == pb.float64

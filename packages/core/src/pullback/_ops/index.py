@@ -223,6 +223,15 @@ def _check_index(name: str, idx: Any) -> None:
         raise DTypeError(f"{name}: index must be an integer tensor, got {idx.dtype}")
 
 
+def _check_nonnegative(name: str, index: Any, x: Any, axis: int) -> None:
+    """PyTorch's gather and scatter_add refuse negative indices (NumPy would wrap them)."""
+    if index.data.size:
+        low = int(index.data.min())
+        if low < 0:
+            raise IndexOutOfRangeError(f"{name}: index {low} is out of range for axis {axis} "
+                                       f"of size {x.shape[axis]} (negative indices are refused)")
+
+
 def index_select(x: Any, axis: int, index: Any) -> Any:
     """Entries of ``x`` at ``index`` (1-D integers) along ``axis`` (PyTorch's index_select)."""
     index = _as_index_tensor(x, index)
@@ -264,6 +273,7 @@ def gather(x: Any, axis: int, index: Any) -> Any:
     if index.ndim != x.ndim:
         raise ShapeError(f"gather: index has {index.ndim} dims, input {tuple(x.shape)} has {x.ndim}")
     axis = normalize_axes(axis, x.ndim, "gather")[0]
+    _check_nonnegative("gather", index, x, axis)
     x = _crop_to(x, index, axis, "gather")
     return apply(GATHER, x, index, axis=axis)
 
@@ -273,6 +283,7 @@ def scatter_add(x: Any, axis: int, index: Any, src: Any) -> Any:
     index = _as_index_tensor(x, index)
     _check_index("scatter_add", index)
     axis = normalize_axes(axis, x.ndim, "scatter_add")[0]
+    _check_nonnegative("scatter_add", index, x, axis)
     src = _crop_to(src, index, None, "scatter_add")
     return apply(SCATTER_ADD, x, index, src, axis=axis)
 

@@ -54,10 +54,14 @@ def hvp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, T
     return y.detach(), hv
 
 
-def vjp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor | None]:
-    """``(fn(x), v^T J)``: one reverse pass (``None`` for ``v^T J`` when ``fn(x)`` does not
-    depend on ``x``)."""
+def vjp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """``(fn(x), v^T J)``: one reverse pass (zeros for ``v^T J`` when ``fn(x)`` does not depend
+    on ``x``, as ``torch.autograd.functional.vjp`` gives)."""
     x = _prepare(x)
     y = fn(x)
-    (g,) = grad(y, x, grad_outputs=v, allow_unused=True)
+    g = grad(y, x, grad_outputs=v, allow_unused=True)[0] if y.requires_grad else None
+    if g is None:
+        from ..creation import zeros_like
+
+        g = zeros_like(x)
     return y.detach(), g

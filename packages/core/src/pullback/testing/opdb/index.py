@@ -93,6 +93,7 @@ def _gather_errors(rng: np.random.Generator) -> list[ErrorCase]:
     x = Arg(nonzero((3, 4), np.dtype(np.float64), rng))
     return [
         ErrorCase((x, 1, _idx([[0, 4]] * 3)), IndexOutOfRangeError, "gather.*4"),
+        ErrorCase((x, 1, _idx([[0, -1]] * 3)), IndexOutOfRangeError, "gather: index -1.*size 4"),
         ErrorCase((x, 1, _idx([0, 1])), ShapeError, r"gather.*1 dims.*\(3, 4\)"),
         ErrorCase((x, 1, Arg(np.zeros((3, 1)))), DTypeError, "gather.*integer.*float64"),
     ]
@@ -141,6 +142,8 @@ def _scatter_add_errors(rng: np.random.Generator) -> list[ErrorCase]:
     f64 = np.dtype(np.float64)
     x, src = Arg(nonzero((3, 4), f64, rng)), Arg(nonzero((1, 2), f64, rng))
     return [ErrorCase((x, 0, _idx([[3, 0]]), src), IndexOutOfRangeError, "scatter_add.*3"),
+            ErrorCase((x, 0, _idx([[-1, 0]]), src), IndexOutOfRangeError,
+                      "scatter_add: index -1.*size 3"),
             ErrorCase((x, 0, Arg(np.zeros((1, 2))), src), DTypeError, "scatter_add.*integer")]
 
 
