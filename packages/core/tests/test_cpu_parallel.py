@@ -64,3 +64,20 @@ def test_row_split_gradient_of_broadcasting_matches_numpy(threads, rows):
     lead = pb.tensor(rng.standard_normal(cols), requires_grad=True)
     (x * lead).sum().backward()  # a leading broadcast axis is summed away
     np.testing.assert_allclose(lead.grad.numpy(), x0.sum(axis=0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("shapes", [
+    ((32, 4, 64, 32), (32, 4, 32, 64)),  # attention's scores: split
+    ((64, 8, 16, 40), (64, 8, 40, 24)),
+    ((3, 64, 64), (3, 64, 64)),  # too little work: one thread
+    ((1, 4, 64, 32), (5, 4, 32, 64)),  # broadcast stacks: NumPy's own loop
+], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stacks_of_small_products_split_over_threads_give_the_same_bits(two_threads, shapes,
+                                                                       dtype):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(shapes[0]).astype(dtype)
+    b = np.swapaxes(rng.standard_normal(shapes[1][:-2] + shapes[1][:-3:-1]).astype(dtype), -1, -2)
+    got = pb.matmul(pb.tensor(a), pb.tensor(b)).numpy()  # b is a strided view, as k^T is
+    np.testing.assert_array_equal(got, np.matmul(a, b))
+    assert got.dtype == np.dtype(dtype)

@@ -7,14 +7,17 @@ from typing import Any
 import numpy as np
 
 from ._cpu_native import NATIVE_KERNELS
-from ._cpu_parallel import parallel_elementwise, parallel_sum, parallel_sum_to
+from ._cpu_parallel import (
+    parallel_batched_matmul, parallel_elementwise, parallel_sum, parallel_sum_to,
+)
 from ._host_memory import tune_malloc
 from .device import Backend
 from .native import native_first
 
 
-# Sums whose row blocks add up (or stack up) to the whole: split over threads when large.
-_ROW_SPLIT_SUMS = {"sum": parallel_sum, "sum_to": parallel_sum_to}
+# Sums whose row blocks add up (or stack up) to the whole, and stacks of small matrix products:
+# split over threads when large.
+_ROW_SPLITS = {"sum": parallel_sum, "sum_to": parallel_sum_to, "matmul": parallel_batched_matmul}
 
 
 class CPUBackend(Backend):
@@ -64,7 +67,7 @@ class CPUBackend(Backend):
         if op.family == "elementwise":
             kernel = parallel_elementwise(kernel)
         else:
-            kernel = _ROW_SPLIT_SUMS.get(op.name, lambda k: k)(kernel)
+            kernel = _ROW_SPLITS.get(op.name, lambda k: k)(kernel)
         # Fused ops with a C kernel run it where it covers the inputs.
         native_kernel = NATIVE_KERNELS.get(op.name)
         return kernel if native_kernel is None else native_first(native_kernel, kernel)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pullback.registry import Op
+from pullback.registry import Op, get_op
 
 from . import _native
 from ._call import op_in
@@ -22,6 +22,8 @@ from .softmax import SOFTMAX, SOFTMAX_BACKWARD, _softmax_kernel
 
 def _sdpa_kernel(xp: Any) -> Any:
     softmax = _softmax_kernel(xp)
+    # on NumPy, core's CPU matmul: it splits stacks of small products over the threads
+    matmul = get_op("matmul").kernel_for("cpu") if xp is np else xp.matmul
 
     def masked_softmax(scores: Any, bias: Any, scale: float, causal: bool) -> Any:
         if bias is None and xp is np:
@@ -39,9 +41,9 @@ def _sdpa_kernel(xp: Any) -> Any:
 
     def scaled_dot_product_attention(q: Any, k: Any, v: Any, bias: Any, keep: Any, *,
                                      scale: float, causal: bool) -> Any:
-        weights = masked_softmax(xp.matmul(q, xp.swapaxes(k, -1, -2)), bias, scale, causal)
+        weights = masked_softmax(matmul(q, xp.swapaxes(k, -1, -2)), bias, scale, causal)
         used = weights * keep if keep is not None else weights
-        out = xp.matmul(used, v)
+        out = matmul(used, v)
         # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
         return (out if out.dtype == q.dtype else out.astype(q.dtype)), (weights,)
 
