@@ -233,8 +233,11 @@ def parallel_batched_matmul(kernel: Callable[..., Any]) -> Callable[..., Any]:
             macs = m * k * n
             if macs < SMALL_GEMM and macs * (x.size // (m * k or 1)) >= MIN_PARALLEL_MACS:
                 out = np.empty(x.shape[:-1] + (n,), dtype=x.dtype)
-                run_split(lambda lo, hi: np.matmul(x[lo:hi], y[lo:hi], out=out[lo:hi]),
-                          x.shape[0])
+
+                def rows_into_out(lo: int, hi: int) -> None:
+                    np.matmul(x[lo:hi], y[lo:hi], out=out[lo:hi])
+
+                run_split(rows_into_out, x.shape[0])
                 return out
         return kernel(x, y)
 
