@@ -4,8 +4,8 @@ softmax (attention's scale and causal mask folded in), layer norm and their back
 array; and convolution's im2col and col2im (``im2col.c``), which NumPy runs through strided views
 at a few nanoseconds per element.
 
-Each function returns ``NotImplemented`` for inputs it does not cover (not float32, not
-C-contiguous, a small array, no compiler), and the caller runs the NumPy kernel.
+Each function returns ``NotImplemented`` for inputs it does not cover (not float32, under 1,024
+elements, no compiler), and the caller runs the NumPy kernel; strided inputs are copied once.
 """
 
 from __future__ import annotations

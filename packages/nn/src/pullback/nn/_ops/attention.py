@@ -17,7 +17,7 @@ from pullback.registry import Op, get_op
 
 from . import _native
 from ._call import op_in
-from .softmax import SOFTMAX, SOFTMAX_BACKWARD, _softmax_kernel
+from .softmax import SOFTMAX, SOFTMAX_BACKWARD, _softmax_kernel, softmax_input_grad
 
 
 def _sdpa_kernel(xp: Any) -> Any:
@@ -79,7 +79,7 @@ def _sdpa_grad(F: Any, g: Any, out: Any, q: Any, k: Any, v: Any, bias: Any, keep
         g_used = F.matmul(g, F.swapaxes(v, a=-1, b=-2))
         g_weights = g_used * keep if keep is not None else g_used
         if F.differentiable:
-            g_scores = weights * (g_weights - F.sum(g_weights * weights, axis=-1, keepdims=True))
+            g_scores = softmax_input_grad(F, g_weights, weights, -1)
         else:
             g_scores = op_in(F, SOFTMAX_BACKWARD)(g_weights, weights, axis=-1)
         if needs[0]:

@@ -40,18 +40,30 @@ def _layer_norm_kernel(xp: Any) -> Any:
     return native_first(_native.layer_norm, layer_norm) if xp is np else layer_norm
 
 
+def _grads(ns: Any, g: Any, x: Any, w: Any, mean: Any, rstd: Any, normalized_ndim: int,
+           needs: Any) -> tuple[Any, Any, Any]:
+    """(gx, gw, gb) from the mean and 1/std, with ``ns``'s ``mean`` and ``sum``: an array
+    namespace (the backward op's kernel) or ``F`` (the differentiable grad rule)."""
+    axes = _axes(x.ndim, normalized_ndim)
+    lead = tuple(range(x.ndim - normalized_ndim))
+    xhat = (x - mean) * rstd
+    gx = gw = gb = None
+    if needs[0]:
+        gxhat = g * w if w is not None else g
+        gx = rstd * (gxhat - ns.mean(gxhat, axis=axes, keepdims=True)
+                     - xhat * ns.mean(gxhat * xhat, axis=axes, keepdims=True))
+    if needs[1]:
+        gw = ns.sum(g * xhat, axis=lead)
+    if needs[2]:
+        gb = ns.sum(g, axis=lead)
+    return gx, gw, gb
+
+
 def _layer_norm_backward_kernel(xp: Any) -> Any:
     def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *,
                             normalized_ndim: int, param_grads: bool = True) -> Any:
-        axes = _axes(x.ndim, normalized_ndim)
-        xhat = (x - mean) * rstd
-        gxhat = g * w if w is not None else g
-        gx = rstd * (gxhat - xp.mean(gxhat, axis=axes, keepdims=True)
-                     - xhat * xp.mean(gxhat * xhat, axis=axes, keepdims=True))
-        if not param_grads:
-            return gx, None, None
-        lead = tuple(range(x.ndim - normalized_ndim))
-        return gx, xp.sum(g * xhat, axis=lead), xp.sum(g, axis=lead)
+        return _grads(xp, g, x, w, mean, rstd, normalized_ndim,
+                      (True, param_grads, param_grads))
 
     if xp is np:
         return native_first(_native.layer_norm_backward, layer_norm_backward)
@@ -80,15 +92,4 @@ def _layer_norm_grad(F: Any, g: Any, out: Any, x: Any, w: Any, b: Any, *, normal
     mean = F.mean(x, axis=axes, keepdims=True)
     centered = x - mean
     rstd = F.rsqrt(F.mean(centered * centered, axis=axes, keepdims=True) + eps)
-    xhat = (x - mean) * rstd
-    lead = tuple(range(x.ndim - normalized_ndim))
-    gx = gw = gb = None
-    if needs[0]:
-        gxhat = g * w if w is not None else g
-        gx = rstd * (gxhat - F.mean(gxhat, axis=axes, keepdims=True)
-                     - xhat * F.mean(gxhat * xhat, axis=axes, keepdims=True))
-    if needs[1]:
-        gw = F.sum(g * xhat, axis=lead)
-    if needs[2]:
-        gb = F.sum(g, axis=lead)
-    return gx, gw, gb
+    return _grads(F, g, x, w, mean, rstd, normalized_ndim, needs)

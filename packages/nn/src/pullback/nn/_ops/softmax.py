@@ -25,9 +25,15 @@ def _softmax_kernel(xp: Any) -> Any:
     return native_first(_native.softmax, softmax) if xp is np else softmax
 
 
+def softmax_input_grad(ns: Any, g: Any, y: Any, axis: int) -> Any:
+    """``y * (g - sum(g * y))`` along ``axis`` with ``ns.sum``: an array namespace (the backward
+    op's kernel) or ``F`` (the differentiable grad rules)."""
+    return y * (g - ns.sum(g * y, axis=axis, keepdims=True))
+
+
 def _softmax_backward_kernel(xp: Any) -> Any:
     def softmax_backward(gy: Any, y: Any, *, axis: int) -> Any:
-        return y * (gy - xp.sum(gy * y, axis=axis, keepdims=True))
+        return softmax_input_grad(xp, gy, y, axis)
 
     return native_first(_native.softmax_backward, softmax_backward) if xp is np else softmax_backward
 
@@ -54,7 +60,7 @@ LOG_SOFTMAX = Op("nn.log_softmax", _log_softmax_kernel, save_inputs=False, save_
 def _softmax_grad(F: Any, g: Any, out: Any, x: Any, *, axis: int) -> Any:
     if not F.differentiable:
         return (op_in(F, SOFTMAX_BACKWARD)(g, out, axis=axis),)
-    return (out * (g - F.sum(g * out, axis=axis, keepdims=True)),)
+    return (softmax_input_grad(F, g, out, axis),)
 
 
 @LOG_SOFTMAX.def_grad
