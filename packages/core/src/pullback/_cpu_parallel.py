@@ -1,10 +1,11 @@
-"""Large elementwise kernels and sums on several CPU threads.
+"""Large elementwise kernels, sums and stacks of small matrix products on several CPU threads.
 
 NumPy's ufuncs and reductions run on one core but release the GIL, so a large elementwise op or
 sum split into row blocks runs on all cores. Small arrays take the direct path: the check costs a
-few hundred nanoseconds, which the per-op overhead benchmark keeps honest. (Matrix products need nothing
-here: BLAS threads them itself, and OpenBLAS's threading measured faster than splitting rows
-over single-threaded calls: 129 against 71 GFLOP/s for (2048, 128) @ (128, 384) on 2 cores.)
+few hundred nanoseconds, which the per-op overhead benchmark keeps honest. A large matrix product
+needs nothing here: BLAS threads it itself, and OpenBLAS's threading measured faster than
+splitting rows over single-threaded calls (129 against 71 GFLOP/s for (2048, 128) @ (128, 384)
+on 2 cores). A stack of small products is another matter: each runs on one core (below).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any, Callable
 import numpy as np
 
 # Handing work to the other thread costs 0.1-0.2 ms on the project's 2-vCPU machines (the idle
-# vCPU has to be woken), so only large arrays are split. Measured on float32 (one thread against
-# two, benchmarks not needed: python -c over np.exp/np.add): exp breaks even near 2^18 elements
+# vCPU has to be woken), so only large arrays are split. Measured on float32, one thread against
+# two (one-off timings of np.exp and np.add on 2-d arrays): exp breaks even near 2^18 elements
 # (2^19: 0.91 against 0.70 ms), add only near 2^21 (2^20: 0.16 against 0.26 ms; 2^22: 1.03
 # against 0.89 ms).
 MIN_PARALLEL_ELEMENTS = 1 << 19  # composite kernels and transcendental ufuncs
