@@ -4,8 +4,8 @@ and its derivative, where the NumPy kernel needs two dozen passes per block (the
 every element of a random mask.
 
 Each function returns ``NotImplemented`` for inputs it does not cover (another dtype, the tanh
-approximation, a non-contiguous or small array, no compiler); the backend then runs the op's
-NumPy kernel.
+approximation, a small array, no compiler; strided ones are copied once); the backend then runs
+the op's NumPy kernel.
 """
 
 from __future__ import annotations

@@ -178,8 +178,8 @@ def _special(xp: Any) -> Any:
 
 def _activation_phi(xp: Any) -> Any:
     """The normal CDF inside GELU, ``(1 + erf(x / sqrt 2)) / 2``: on float32 NumPy arrays
-    ``_erf32.phi32`` (a fitted erf, six times faster than SciPy's, and erfc in the negative
-    tail); the public ``erf`` op keeps SciPy's exact one."""
+    ``_erf32.phi32`` (a fitted erf, six times faster than SciPy's); the public ``erf`` op keeps
+    SciPy's exact one."""
     erf = _special(xp).erf
 
     def phi(x: Any) -> Any:

@@ -84,8 +84,8 @@ def _im2col(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding, dilat
     n, c, h, w = x.shape
     out_hw = (out_size(h, kernel[0], stride[0], padding[0], dilation[0]),
               out_size(w, kernel[1], stride[1], padding[1], dilation[1]))
-    win = _native.im2col(x, kernel, out_hw, stride, padding, dilation) if xp is np else None
-    if win is None or win is NotImplemented:
+    win = _native.im2col(x, kernel, out_hw, stride, padding, dilation) if xp is np else NotImplemented
+    if win is NotImplemented:
         win = windows(xp, pad_input(xp, x, padding), kernel, stride, dilation, out_hw)
     cols = win.reshape(n, groups, (c // groups) * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
     return cols, out_hw

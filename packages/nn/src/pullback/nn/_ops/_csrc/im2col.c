@@ -19,54 +19,63 @@ static void valid_columns(int64_t c0, int64_t sw, int64_t w, int64_t wo, int64_t
     if (*j_hi < *j_lo) *j_hi = *j_lo;
 }
 
-void im2col_f32(int64_t lo, int64_t hi, const float *restrict x, float *restrict cols,
-                int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t ho, int64_t wo, int64_t sh,
-                int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw) {
+/* cols row (p, q, i) from image row r: its columns j_lo..j_hi, zeros around them */
+static inline void copy_row(float *restrict dst, const float *restrict src, int64_t c0,
+                            int64_t sw, int64_t j_lo, int64_t j_hi, int64_t wo) {
+    for (int64_t j = 0; j < j_lo; j++) dst[j] = 0.0f;
+    if (sw == 1)
+        for (int64_t j = j_lo; j < j_hi; j++) dst[j] = src[j + c0];
+    else
+        for (int64_t j = j_lo; j < j_hi; j++) dst[j] = src[j * sw + c0];
+    for (int64_t j = j_hi; j < wo; j++) dst[j] = 0.0f;
+}
+
+/* cols row (p, q, i) added back into image row r */
+static inline void add_row(float *restrict dst, const float *restrict src, int64_t c0,
+                           int64_t sw, int64_t j_lo, int64_t j_hi) {
+    if (sw == 1)
+        for (int64_t j = j_lo; j < j_hi; j++) dst[j + c0] += src[j];
+    else
+        for (int64_t j = j_lo; j < j_hi; j++) dst[j * sw + c0] += src[j];
+}
+
+/* Walks the rows (p, q, i) of cols for planes lo..hi and meets each with the image row it reads:
+ * im2col copies (zeros where the row falls in the padding), col2im adds back into a zeroed
+ * image. */
+static void walk(int64_t lo, int64_t hi, float *image, float *cols, int64_t h, int64_t w,
+                 int64_t kh, int64_t kw, int64_t ho, int64_t wo, int64_t sh, int64_t sw,
+                 int64_t pt, int64_t pl, int64_t dh, int64_t dw, int to_image) {
     for (int64_t plane = lo; plane < hi; plane++) {
-        const float *xp = x + plane * h * w;
+        float *ip = image + plane * h * w;
         float *cp = cols + plane * kh * kw * ho * wo;
+        if (to_image) memset(ip, 0, (size_t)(h * w) * sizeof(float));
         for (int64_t p = 0; p < kh; p++)
             for (int64_t q = 0; q < kw; q++) {
                 int64_t c0 = q * dw - pl, j_lo, j_hi;
                 valid_columns(c0, sw, w, wo, &j_lo, &j_hi);
                 for (int64_t i = 0; i < ho; i++, cp += wo) {
                     int64_t r = i * sh - pt + p * dh;
-                    if (r < 0 || r >= h) {
+                    int in_image = r >= 0 && r < h;
+                    if (to_image) {
+                        if (in_image) add_row(ip + r * w, cp, c0, sw, j_lo, j_hi);
+                    } else if (in_image) {
+                        copy_row(cp, ip + r * w, c0, sw, j_lo, j_hi, wo);
+                    } else {
                         memset(cp, 0, (size_t)wo * sizeof(float));
-                        continue;
                     }
-                    const float *xr = xp + r * w;
-                    for (int64_t j = 0; j < j_lo; j++) cp[j] = 0.0f;
-                    if (sw == 1)
-                        for (int64_t j = j_lo; j < j_hi; j++) cp[j] = xr[j + c0];
-                    else
-                        for (int64_t j = j_lo; j < j_hi; j++) cp[j] = xr[j * sw + c0];
-                    for (int64_t j = j_hi; j < wo; j++) cp[j] = 0.0f;
                 }
             }
     }
 }
 
-void col2im_f32(int64_t lo, int64_t hi, const float *restrict cols, float *restrict dx,
-                int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t ho, int64_t wo, int64_t sh,
-                int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw) {
-    for (int64_t plane = lo; plane < hi; plane++) {
-        float *dp = dx + plane * h * w;
-        const float *cp = cols + plane * kh * kw * ho * wo;
-        memset(dp, 0, (size_t)(h * w) * sizeof(float));
-        for (int64_t p = 0; p < kh; p++)
-            for (int64_t q = 0; q < kw; q++) {
-                int64_t c0 = q * dw - pl, j_lo, j_hi;
-                valid_columns(c0, sw, w, wo, &j_lo, &j_hi);
-                for (int64_t i = 0; i < ho; i++, cp += wo) {
-                    int64_t r = i * sh - pt + p * dh;
-                    if (r < 0 || r >= h) continue;
-                    float *dr = dp + r * w;
-                    if (sw == 1)
-                        for (int64_t j = j_lo; j < j_hi; j++) dr[j + c0] += cp[j];
-                    else
-                        for (int64_t j = j_lo; j < j_hi; j++) dr[j * sw + c0] += cp[j];
-                }
-            }
-    }
+void im2col_f32(int64_t lo, int64_t hi, const float *x, float *cols, int64_t h, int64_t w,
+                int64_t kh, int64_t kw, int64_t ho, int64_t wo, int64_t sh, int64_t sw,
+                int64_t pt, int64_t pl, int64_t dh, int64_t dw) {
+    walk(lo, hi, (float *)x, cols, h, w, kh, kw, ho, wo, sh, sw, pt, pl, dh, dw, 0);
+}
+
+void col2im_f32(int64_t lo, int64_t hi, const float *cols, float *dx, int64_t h, int64_t w,
+                int64_t kh, int64_t kw, int64_t ho, int64_t wo, int64_t sh, int64_t sw,
+                int64_t pt, int64_t pl, int64_t dh, int64_t dw) {
+    walk(lo, hi, dx, (float *)cols, h, w, kh, kw, ho, wo, sh, sw, pt, pl, dh, dw, 1);
 }
