@@ -191,6 +191,12 @@ def sgd():
      r"schedulers\[1\] \(StepLR\) drives another optimizer"),
     (lambda o: L.warmup_cosine(o, 10, 10), "total_steps must be an integer > warmup_steps=10"),
     (lambda o: L.warmup_cosine(o, -1, 10), "warmup_steps must be an integer >= 0, got -1"),
+    (lambda o: L.warmup_stable_decay(o, 10, 50, 41),
+     r"decay_steps \(41\) must be at most total_steps - warmup_steps \(50 - 10\)"),
+    (lambda o: L.warmup_stable_decay(o, 10, 50, 0), "decay_steps must be an integer >= 1, got 0"),
+    (lambda o: L.warmup_stable_decay(o, 0, 50, 10, shape="exp"),
+     r"shape must be one of \['1-sqrt', 'cosine', 'linear'\], got 'exp'"),
+    (lambda o: L.warmup_stable_decay(o, 0, 50, 10, min_lr=-1.0), "min_lr must be >= 0"),
     (lambda o: L.StepLR(o, 3, last_epoch=5), "param group 0 has no 'initial_lr'"),
 ])
 def test_bad_scheduler_settings(make, message):

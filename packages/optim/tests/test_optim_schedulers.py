@@ -162,6 +162,55 @@ def test_warmup_cosine_is_linear_warmup_then_cosine_then_the_floor(warmup: int, 
         assert ours[0][0] == pytest.approx((0.1 / warmup, 0.05 / warmup), rel=1e-12)
 
 
+
+def torch_warmup_stable_decay(opt: Any, warmup: int, total: int, decay: int, min_lr: float,
+                              shape: str) -> Any:
+    """The WSD schedule from PyTorch's own schedulers: LinearLR up, ConstantLR at the peak,
+    then LinearLR or CosineAnnealingLR down to ``min_lr`` (group 0's rate is 0.1)."""
+    L = torch.optim.lr_scheduler
+    parts, milestones = [], []
+    if warmup:
+        parts.append(L.LinearLR(opt, start_factor=1 / warmup, total_iters=warmup - 1))
+        milestones.append(warmup)
+    parts.append(L.ConstantLR(opt, factor=1.0, total_iters=0))
+    milestones.append(total - decay)
+    if shape == "linear":
+        parts.append(L.LinearLR(opt, start_factor=1.0, end_factor=min_lr / 0.1,
+                                total_iters=decay))
+    else:
+        parts.append(L.CosineAnnealingLR(opt, T_max=decay, eta_min=min_lr))
+    return L.SequentialLR(opt, parts, milestones=milestones)
+
+
+@pytest.mark.parametrize("shape", ["linear", "cosine"])
+@pytest.mark.parametrize("warmup,total,decay", [(10, 70, 14), (0, 50, 50), (5, 40, 35)])
+def test_warmup_stable_decay_matches_pytorch_sequential(shape: str, warmup: int, total: int,
+                                                         decay: int):
+    min_lr = 0.004
+    ours_opt, torch_opt = make_optimizer(pullback.optim, "sgd"), make_optimizer(torch.optim, "sgd")
+    ours = schedule([pullback.optim.lr_scheduler.warmup_stable_decay(
+        ours_opt, warmup, total, decay, min_lr, shape)], ours_opt, steps=total + 5)
+    theirs = schedule([torch_warmup_stable_decay(torch_opt, warmup, total, decay, min_lr, shape)],
+                      torch_opt, steps=total + 1)
+    # group 0 only: PyTorch's LinearLR takes one end_factor for every group, and the floor is
+    # a different factor of each group's rate
+    assert_close([(lrs[0],) for lrs, _, _ in ours[:total + 1]],
+                 [(lrs[0],) for lrs, _, _ in theirs], rel=1e-9)
+    assert all(lrs == (min_lr, min_lr) for lrs, _, _ in ours[total:])  # held at the floor
+    assert [lrs for lrs, _, _ in ours[warmup:total - decay + 1]] == [(0.1, 0.05)] * (
+        total - decay - warmup + 1)  # the stable phase is the peak in every group
+
+
+def test_warmup_stable_decay_one_minus_sqrt_shape():
+    opt = make_optimizer(pullback.optim, "sgd")
+    lrs = [lr for (lr, _), _, _ in schedule([pullback.optim.lr_scheduler.warmup_stable_decay(
+        opt, 0, 100, 64, min_lr=0.02, shape="1-sqrt")], opt, steps=101)]
+    # decay from step 36: progress 1/4 leaves half of (0.1 - 0.02), progress 9/16 a quarter
+    assert lrs[36] == pytest.approx(0.1)
+    assert lrs[36 + 16] == pytest.approx(0.02 + 0.08 * 0.5)
+    assert lrs[36 + 36] == pytest.approx(0.02 + 0.08 * 0.25)
+    assert lrs[100] == pytest.approx(0.02)
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_state_dict_through_json_resumes_the_same_schedule(case: str):
     _, kind, build = CASES[case]
@@ -190,6 +239,28 @@ def test_warmup_cosine_state_dict_holds_its_factors():
                                       "floor": pytest.approx(0.01 / 0.1)}
     assert state["lr_lambdas"][1] == {"warmup_steps": 5, "total_steps": 50,
                                       "floor": pytest.approx(0.01 / 0.05)}
+
+
+def test_warmup_stable_decay_state_dict_resumes_the_same_schedule():
+    def build(opt: Any) -> Any:
+        return pullback.optim.lr_scheduler.warmup_stable_decay(opt, 5, 60, 20, min_lr=0.01,
+                                                               shape="1-sqrt")
+
+    opt = make_optimizer(pullback.optim, "sgd")
+    straight = schedule([build(opt)], opt, steps=70)
+    opt = make_optimizer(pullback.optim, "sgd")
+    sched = build(opt)
+    first = schedule([sched], opt, steps=45)
+    saved = json.loads(json.dumps({"scheduler": sched.state_dict(),
+                                   "groups": opt.state_dict()["param_groups"]}))
+    assert saved["scheduler"]["lr_lambdas"][1] == {
+        "warmup_steps": 5, "total_steps": 60, "decay_steps": 20,
+        "floor": pytest.approx(0.01 / 0.05), "shape": "1-sqrt"}
+    opt2 = make_optimizer(pullback.optim, "sgd")
+    sched2 = build(opt2)
+    opt2.load_state_dict({"state": {}, "param_groups": saved["groups"]})
+    sched2.load_state_dict(saved["scheduler"])
+    assert first + schedule([sched2], opt2, steps=25, start=45) == straight
 
 
 def test_loading_another_kind_of_scheduler_is_refused():

@@ -9,10 +9,12 @@ from .composite import ChainedScheduler, SequentialLR
 from .decay import CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, MultiStepLR, StepLR
 from .one_cycle import OneCycleLR
 from .plateau import ReduceLROnPlateau
-from .warmup import WarmupCosine, warmup_cosine
+from .warmup import (DECAY_SHAPES, WarmupCosine, WarmupStableDecay, warmup_cosine,
+                     warmup_stable_decay)
 
 __all__ = [
-    "SCHEDULERS", "ChainedScheduler", "CosineAnnealingLR", "ExponentialLR", "LRScheduler",
-    "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR", "ReduceLROnPlateau", "SequentialLR",
-    "StepLR", "WarmupCosine", "warmup_cosine",
+    "DECAY_SHAPES", "SCHEDULERS", "ChainedScheduler", "CosineAnnealingLR", "ExponentialLR",
+    "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR", "ReduceLROnPlateau",
+    "SequentialLR", "StepLR", "WarmupCosine", "WarmupStableDecay", "warmup_cosine",
+    "warmup_stable_decay",
 ]
