@@ -3,21 +3,26 @@
 for the seed), same batches (pullback's sampler and seed), same AdamW groups, warmup + cosine
 schedule and clipping, same evaluation batches. Prints JSON lines with the evaluations.
 
+At the end it also prints the loss over the whole val split (``pullback-gpt eval --full``).
+
 Run: PULLBACK_DATA=... python benchmarks/gpt_train_reference.py [--seed 1337] [--steps 2000]
+     [--schedule cosine|wsd]
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
 import pullback as pb
+import pullback.optim as optim
 from _common import emit, torch_or_exit
 from pullback.gpt import GPT, PRESETS, CharDataset, CharTokenizer, tinyshakespeare_path
+from pullback.gpt.config import SCHEDULES
+from pullback.gpt.train import make_scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "gpt" / "tests"))
 
@@ -26,11 +31,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, default=PRESETS["nano-cpu"].seed)
     parser.add_argument("--steps", type=int, default=PRESETS["nano-cpu"].steps)
+    parser.add_argument("--schedule", choices=SCHEDULES, default="cosine")
     args = parser.parse_args()
     torch = torch_or_exit()
     from torch_gpt import torch_twin
 
-    cfg = PRESETS["nano-cpu"].with_overrides(seed=args.seed, steps=args.steps)
+    cfg = PRESETS["nano-cpu"].with_overrides(seed=args.seed, steps=args.steps,
+                                             schedule=args.schedule)
     text = tinyshakespeare_path().read_text()
     tokenizer = CharTokenizer.from_text(text)
     data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
@@ -42,14 +49,10 @@ def main() -> None:
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
 
-    def factor(step: int) -> float:  # pullback.optim.lr_scheduler.warmup_cosine's schedule
-        if step < cfg.warmup:
-            return (step + 1) / cfg.warmup
-        progress = min(1.0, (step - cfg.warmup) / (cfg.steps - cfg.warmup))
-        floor = cfg.min_lr / cfg.lr
-        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    # the factors of pullback's schedule (tested against PyTorch's own schedulers in optim)
+    pb_param = pb.zeros(1, requires_grad=True)
+    factors = make_scheduler(optim.SGD([pb_param], lr=cfg.lr), cfg).lr_lambdas[0]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factors)
     rng = np.random.default_rng(cfg.seed)
 
     def evaluate(step: int) -> dict[str, float]:
@@ -77,7 +80,13 @@ def main() -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()
-    emit(run="torch_reference", seed=cfg.seed, step=cfg.steps, **evaluate(cfg.steps))
+    x, y = data.windows("val", cfg.model.block_size)
+    with torch.no_grad():
+        model.eval()
+        total = sum(model(torch.from_numpy(x[i:i + 256]), torch.from_numpy(y[i:i + 256])).item()
+                    * len(x[i:i + 256]) for i in range(0, len(x), 256))
+    emit(run="torch_reference", seed=cfg.seed, step=cfg.steps, schedule=cfg.schedule,
+         val_full=total / len(x), **evaluate(cfg.steps))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,16 @@ def test_batches_are_shifted_windows():
     assert x.shape == (4, 8) and x.numpy().max() < 900
 
 
+def test_windows_cover_the_split_once_without_overlap():
+    ds = CharDataset(np.arange(1000, dtype=np.uint16))  # val holds 900..999
+    x, y = ds.windows("val", 8)
+    assert x.shape == y.shape == (12, 8) and x.dtype == np.int64  # (100 - 1) // 8 windows
+    np.testing.assert_array_equal(x.ravel(), np.arange(900, 996))
+    np.testing.assert_array_equal(y.ravel(), np.arange(901, 997))
+    with pytest.raises(ValueError, match="the val split has 100 tokens"):
+        ds.windows("val", 100)
+
+
 def test_pullback_data_is_looked_up_first(tmp_path, monkeypatch):
     (tmp_path / "input.txt").write_text("abc")
     monkeypatch.setenv("PULLBACK_DATA", str(tmp_path))

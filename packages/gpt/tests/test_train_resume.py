@@ -124,6 +124,53 @@ def test_cli_train_sample_eval(tmp_path, corpus, capsys):
     assert "bits/char" in capsys.readouterr().out
 
 
+def test_cli_wsd_schedule_holds_the_peak_then_decays_linearly(tmp_path, corpus):
+    out = tmp_path / "run"
+    assert main(["train", "--data", str(corpus), "--out", str(out), "--steps", "6",
+                 "--warmup", "1", "--schedule", "wsd", "--decay-steps", "3", "--eval-iters",
+                 "1", "--quiet", "--batch-size", "2"]) == 0
+    with (out / "metrics.csv").open() as f:
+        lrs = [float(r["lr"]) for r in csv.DictReader(f) if r["loss"]]
+    # nano-cpu's lr 1e-3 and min_lr 1e-4: the peak until step 3, then 2/3 and 1/3 of the way
+    assert lrs == pytest.approx([1e-3, 1e-3, 1e-3, 1e-3, 7e-4, 4e-4])
+    saved = load_checkpoint(out).train_config
+    assert (saved.schedule, saved.decay_steps) == ("wsd", 3)
+
+
+def test_an_unknown_schedule_is_refused():
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        tiny_train_config(schedule="step")
+
+
+def test_split_loss_is_the_mean_over_every_window(tmp_path, corpus):
+    from pullback.gpt import GPT, CharDataset, CharTokenizer, GPTConfig
+    from pullback.gpt.train import split_loss
+
+    text = corpus.read_text()[:20000]
+    tok = CharTokenizer.from_text(text)
+    data = CharDataset(np.asarray(tok.encode(text), dtype=np.uint16))
+    pb.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=1, n_head=2,
+                          n_embd=16))
+    x, y = data.windows("val", 16)
+    per_window = [model(pb.tensor(x[i:i + 1]), pb.tensor(y[i:i + 1]))[1].item()
+                  for i in range(len(x))]
+    # batches of 7 leave a short last batch, which must weigh by its windows
+    got = split_loss(model, data, "val", pb.Device("cpu"), batch_size=7)
+    assert len(x) % 7 and got == pytest.approx(np.mean(per_window), rel=1e-5)
+
+
+def test_cli_eval_full_reads_the_whole_val_split(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    main(["train", "--data", str(corpus), "--out", str(out), "--steps", "2", "--warmup", "1",
+          "--quiet", "--eval-iters", "1", "--batch-size", "2"])
+    capsys.readouterr()
+    assert main(["eval", "--checkpoint", str(out), "--data", str(corpus), "--full"]) == 0
+    printed = capsys.readouterr().out
+    n_val = len(corpus.read_text()) - int(len(corpus.read_text()) * 0.9)
+    assert f"the whole val split: {(n_val - 1) // 64} windows of 64 tokens" in printed
+
+
 def test_sample_is_reproducible_from_the_cli(tmp_path, corpus, capsys):
     out = tmp_path / "run"
     main(["train", "--data", str(corpus), "--out", str(out), "--steps", "2", "--warmup", "1",

@@ -13,7 +13,7 @@ import numpy as np
 import pullback as pb
 
 from .checkpoint import load_checkpoint
-from .config import PRESETS
+from .config import PRESETS, SCHEDULES
 from .data import CharDataset, CorpusNotFoundError, tinyshakespeare_path
 from .model import GPT
 
@@ -32,7 +32,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     cfg = PRESETS[args.config].with_overrides(
         steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
         seed=args.seed, eval_interval=args.eval_interval, eval_iters=args.eval_iters,
-        checkpoint_interval=args.checkpoint_interval,
+        checkpoint_interval=args.checkpoint_interval, schedule=args.schedule,
+        decay_steps=args.decay_steps,
     )
     if args.lr is not None and args.min_lr is None:
         cfg = cfg.with_overrides(min_lr=args.lr / 10)
@@ -71,15 +72,21 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from .train import estimate_loss
+    from .train import estimate_loss, split_loss
 
     model, ckpt = _load_model(args.checkpoint, args.device)
+    text = _read_corpus(args.data)
+    data = CharDataset(np.asarray(ckpt.tokenizer.encode(text), dtype=np.uint16))
+    if args.full:
+        val = split_loss(model, data, "val", pb.Device(args.device))
+        windows = len(data.windows("val", model.config.block_size)[0])
+        print(f"val loss {val:.4f} nats = {val / math.log(2):.4f} bits/char (the whole val "
+              f"split: {windows} windows of {model.config.block_size} tokens)")
+        return 0
     cfg = ckpt.train_config
     if cfg is None:
         raise SystemExit("pullback-gpt eval: the checkpoint has no training configuration")
     cfg = cfg.with_overrides(eval_iters=args.eval_iters, batch_size=args.batch_size)
-    text = _read_corpus(args.data)
-    data = CharDataset(np.asarray(ckpt.tokenizer.encode(text), dtype=np.uint16))
     losses = estimate_loss(model, data, cfg, ckpt.step, pb.Device(args.device))
     print(f"val loss {losses['val']:.4f} nats = {losses['val'] / math.log(2):.4f} bits/char "
           f"(train loss {losses['train']:.4f}; {cfg.eval_iters} batches of "
@@ -100,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float)
     t.add_argument("--min-lr", type=float)
     t.add_argument("--warmup", type=int)
+    t.add_argument("--schedule", choices=SCHEDULES,
+                   help="learning-rate decay after the warmup: cosine (nanoGPT's, the default) or "
+                        "wsd (held at --lr, then a linear decay over the last --decay-steps)")
+    t.add_argument("--decay-steps", type=int, help="wsd's decay length (default: steps / 5)")
     t.add_argument("--eval-interval", type=int)
     t.add_argument("--eval-iters", type=int)
     t.add_argument("--checkpoint-interval", type=int)
@@ -125,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--checkpoint", required=True)
     e.add_argument("--data", help="the text the model was trained on (default: TinyShakespeare)")
     e.add_argument("--eval-iters", type=int, default=200)
+    e.add_argument("--full", action="store_true",
+                   help="the loss over the whole val split, every token once (not sampled)")
     e.add_argument("--batch-size", type=int, default=None)
     e.add_argument("--device", default="cpu")
     e.set_defaults(func=_cmd_eval)

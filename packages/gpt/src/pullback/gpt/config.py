@@ -46,6 +46,9 @@ class GPTConfig:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+SCHEDULES = ("cosine", "wsd")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How to train (nanoGPT's names and defaults for the char-level Shakespeare model)."""
@@ -56,6 +59,8 @@ class TrainConfig:
     lr: float = 1e-3
     min_lr: float = 1e-4
     warmup: int = 100
+    schedule: str = "cosine"  # "cosine" (nanoGPT's) or "wsd" (warmup, stable, decay)
+    decay_steps: int | None = None  # the length of wsd's decay; None: a fifth of the steps
     weight_decay: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.99
@@ -64,6 +69,10 @@ class TrainConfig:
     eval_iters: int = 20
     checkpoint_interval: int = 500
     seed: int = 1337
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -87,15 +87,29 @@ class CharDataset:
         self.train = ids[:split]
         self.val = ids[split:]
 
-    def batch(self, split: str, batch_size: int, block_size: int, rng: np.random.Generator,
-              device: Any = None) -> tuple[Tensor, Tensor]:
-        """Random windows ``x`` and the next-token targets ``y``, both ``(batch, block)``."""
+    def windows(self, split: str, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """The whole split as consecutive, non-overlapping windows: inputs ``x`` and next-token
+        targets ``y``, both ``(n, block_size)`` int64, every target predicted exactly once (the
+        tail shorter than a window is left out)."""
+        data = self._split(split, block_size)
+        n = (len(data) - 1) // block_size
+        x = data[:n * block_size].reshape(n, block_size).astype(np.int64)
+        y = data[1:n * block_size + 1].reshape(n, block_size).astype(np.int64)
+        return x, y
+
+    def _split(self, split: str, block_size: int) -> np.ndarray:
         data = self.train if split == "train" else self.val
         if len(data) <= block_size:
             raise ValueError(
                 f"the {split} split has {len(data)} tokens, fewer than block_size + 1 "
                 f"({block_size + 1})"
             )
+        return data
+
+    def batch(self, split: str, batch_size: int, block_size: int, rng: np.random.Generator,
+              device: Any = None) -> tuple[Tensor, Tensor]:
+        """Random windows ``x`` and the next-token targets ``y``, both ``(batch, block)``."""
+        data = self._split(split, block_size)
         starts = rng.integers(0, len(data) - block_size, size=batch_size)
         offsets = starts[:, None] + np.arange(block_size)[None, :]
         x = data[offsets].astype(np.int64)

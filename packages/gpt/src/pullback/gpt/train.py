@@ -48,7 +48,14 @@ def make_optimizer(model: GPT, cfg: TrainConfig) -> Any:
 
 
 def make_scheduler(optimizer: Any, cfg: TrainConfig) -> Any:
-    """Linear warmup to ``lr``, then cosine decay to ``min_lr`` at the last step."""
+    """Linear warmup to ``lr``, then down to ``min_lr`` at the last step: along a cosine
+    (nanoGPT's schedule), or for ``wsd`` held at ``lr`` until a linear decay over the last
+    ``decay_steps`` (a fifth of the run by default)."""
+    if cfg.schedule == "wsd":
+        decay = cfg.decay_steps if cfg.decay_steps is not None else max(1, cfg.steps // 5)
+        return optim.lr_scheduler.warmup_stable_decay(
+            optimizer, warmup_steps=cfg.warmup, total_steps=cfg.steps, decay_steps=decay,
+            min_lr=cfg.min_lr)
     return optim.lr_scheduler.warmup_cosine(optimizer, warmup_steps=cfg.warmup,
                                             total_steps=cfg.steps, min_lr=cfg.min_lr)
 
@@ -71,6 +78,23 @@ def estimate_loss(model: GPT, data: CharDataset, cfg: TrainConfig, step: int,
         out[split] = float(np.mean(losses))
     model.train(was_training)
     return out
+
+
+@pb.no_grad()
+def split_loss(model: GPT, data: CharDataset, split: str, device: Device,
+               batch_size: int = 256) -> float:
+    """The mean loss per token over the whole ``split``, read as consecutive windows of the
+    model's block size: exact and deterministic, where :func:`estimate_loss` samples."""
+    was_training = model.training
+    model.eval()
+    x, y = data.windows(split, model.config.block_size)
+    total = 0.0
+    for start in range(0, len(x), batch_size):
+        xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+        _, loss = model(pb.tensor(xb, device=device), pb.tensor(yb, device=device))
+        total += loss.item() * len(xb)  # each batch's loss is a mean over its windows
+    model.train(was_training)
+    return total / len(x)
 
 
 def _progress(total: int, initial: int, disable: bool) -> Any:
