@@ -399,6 +399,30 @@ def test_in_place_through_a_view_writes_the_base():
     np.testing.assert_allclose(base.numpy()[1], [5.0, 5.0, 5.0])
 
 
+def test_reshape_that_copies_is_not_a_view():
+    x = t64([[1.0, 2.0], [3.0, 4.0]])
+    y = x * 2
+    loss = (y * y).sum()  # saves y
+    flat = y.T.reshape(-1)  # a transpose cannot be flattened in place: a copy
+    with pb.no_grad():
+        flat.add_(1)  # writes the copy only, so y's saved value is intact
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 8 * x.detach().numpy())
+    np.testing.assert_allclose(y.detach().numpy(), 2 * x.detach().numpy())
+
+
+def test_reshape_that_views_shares_the_version_counter():
+    x = t64([[1.0, 2.0], [3.0, 4.0]])
+    y = x * 2
+    loss = (y * y).sum()
+    flat = y.reshape(-1)  # contiguous: a view of y
+    with pb.no_grad():
+        flat.add_(1)
+    assert y.detach().numpy()[0, 0] == 3.0
+    with pytest.raises(AutogradError, match="modified in place"):
+        loss.backward()
+
+
 def test_setitem_refused_on_graph_tensors_allowed_otherwise():
     x = t64([1.0, 2.0])
     with pytest.raises(AutogradError, match="setitem"):

@@ -136,7 +136,7 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
     t.device = device
     t.grad = None
     t._hooks = None
-    if op.view:
+    if op.view and not (op.may_copy and not _shares_memory(device, out, args[0].data)):
         base = args[0]
         counter = base._version
         if len(counter) == 1:
@@ -160,6 +160,11 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         if st.inference:
             t._version = INFERENCE_VERSION
     return t
+
+
+def _shares_memory(device: Any, out: Any, data: Any) -> bool:
+    """Whether ``out`` may share memory with ``data`` (a bounds check: O(1), never a false no)."""
+    return bool(device.backend.xp.may_share_memory(out, data))
 
 
 def _device_mismatch(op: Op, args: tuple[Any, ...]) -> DeviceError:

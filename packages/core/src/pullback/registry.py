@@ -36,6 +36,9 @@ class Op:
         save_output: whether the grad rule reads the output (``out``); otherwise it gets ``None``.
         view: the output shares memory with the first input (reshape, slicing...); it shares the
             input's version counter so that in-place changes through either are detected.
+        may_copy: a view op whose kernel copies for some inputs (reshape of a non-contiguous
+            array): the output is a view only when it really shares the input's memory, else
+            it gets a version counter of its own.
         aux: the kernel returns ``(output, saved)``; ``saved`` is a tuple of raw arrays handed to
             the grad rule as the keyword ``saved`` (first-order backward only).
         family: the op's family (``"elementwise"``, ``"reduce"``, ``"shape"``, ``"index"``,
@@ -49,7 +52,7 @@ class Op:
 
     __slots__ = (
         "name", "generic", "kernels", "rules", "differentiable", "save_inputs", "save_output",
-        "view", "aux", "family", "doc", "_grad", "_grad_wants_needs", "__weakref__",
+        "view", "may_copy", "aux", "family", "doc", "_grad", "_grad_wants_needs", "__weakref__",
     )
 
     def __init__(
@@ -61,6 +64,7 @@ class Op:
         save_inputs: bool = True,
         save_output: bool = False,
         view: bool = False,
+        may_copy: bool = False,
         aux: bool = False,
         family: str = "other",
         doc: str = "",
@@ -73,6 +77,7 @@ class Op:
         self.save_inputs = save_inputs
         self.save_output = save_output
         self.view = view
+        self.may_copy = may_copy
         self.aux = aux
         self.family = family
         self.doc = doc

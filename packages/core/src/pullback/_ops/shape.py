@@ -15,7 +15,8 @@ from ._axes import normalize_axes, pick_axis
 from ._declare import declare
 
 RESHAPE = declare(Op("reshape", lambda xp: lambda x, shape: xp.reshape(x, shape), view=True,
-                     save_inputs=False, doc="same elements, new shape"))
+                     may_copy=True, save_inputs=False,
+                     doc="same elements, new shape (a view when the layout allows, else a copy)"))
 PERMUTE = declare(Op("permute", lambda xp: lambda x, axes: xp.transpose(x, axes), view=True,
                      save_inputs=False, doc="reorder axes"))
 BROADCAST_TO = declare(Op("broadcast_to", lambda xp: lambda x, shape: xp.broadcast_to(x, shape),
