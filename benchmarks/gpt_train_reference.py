@@ -4,15 +4,19 @@ for the seed), same batches (pullback's sampler and seed), same AdamW groups, wa
 schedule and clipping, same evaluation batches. Prints JSON lines with the evaluations.
 
 At the end it also prints the loss over the whole val split (``pullback-gpt eval --full``).
+``--set NAME=VALUE`` changes one training setting (a TrainConfig field, or ``bias``), to try a
+change of recipe in PyTorch quickly; ``--threads 1`` lets two runs share a 2-core machine.
 
 Run: PULLBACK_DATA=... python benchmarks/gpt_train_reference.py [--seed 1337] [--steps 2000]
-     [--schedule cosine|wsd]
+     [--schedule cosine|wsd] [--set grad_clip=0 ...] [--threads N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +36,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=PRESETS["nano-cpu"].seed)
     parser.add_argument("--steps", type=int, default=PRESETS["nano-cpu"].steps)
     parser.add_argument("--schedule", choices=SCHEDULES, default="cosine")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a TrainConfig field (weight_decay, grad_clip, beta2, warmup, ...) "
+                             "or bias=1")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default 2)")
     args = parser.parse_args()
     torch = torch_or_exit()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     from torch_gpt import torch_twin
 
     cfg = PRESETS["nano-cpu"].with_overrides(seed=args.seed, steps=args.steps,
                                              schedule=args.schedule)
+    changes = dict(item.split("=", 1) for item in args.set)
+    if changes.pop("bias", "0") == "1":
+        cfg = replace(cfg, model=replace(cfg.model, bias=True))
+    cfg = replace(cfg, **{k: json.loads(v) for k, v in changes.items()})  # numbers
     text = tinyshakespeare_path().read_text()
     tokenizer = CharTokenizer.from_text(text)
     data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
@@ -77,7 +91,8 @@ def main() -> None:
         loss = model(torch.from_numpy(x.numpy()), torch.from_numpy(y.numpy()))
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()
     x, y = data.windows("val", cfg.model.block_size)
@@ -86,7 +101,7 @@ def main() -> None:
         total = sum(model(torch.from_numpy(x[i:i + 256]), torch.from_numpy(y[i:i + 256])).item()
                     * len(x[i:i + 256]) for i in range(0, len(x), 256))
     emit(run="torch_reference", seed=cfg.seed, step=cfg.steps, schedule=cfg.schedule,
-         val_full=total / len(x), **evaluate(cfg.steps))
+         changes=args.set, val_full=total / len(x), **evaluate(cfg.steps))
 
 
 if __name__ == "__main__":
