@@ -145,3 +145,21 @@ def test_conv_and_pool_on_cuda_match_cpu():
     np.testing.assert_allclose(out_gpu, out_cpu, rtol=1e-4, atol=1e-4)
     for g_gpu, g_cpu in zip(grads_gpu, grads_cpu):
         np.testing.assert_allclose(g_gpu, g_cpu, rtol=1e-4, atol=1e-4)
+
+
+def test_nn_init_fills_cuda_tensors_in_place():
+    nn = pytest.importorskip("pullback.nn", reason="pullback-nn is not installed")
+    init = nn.init
+    pb.manual_seed(0)
+    w = pb.zeros(64, 32, device="cuda")
+    for fill in (init.uniform_, init.normal_, init.trunc_normal_, init.xavier_uniform_,
+                 init.kaiming_normal_):
+        data = w.data
+        fill(w)
+        assert w.device.type == "cuda" and w.data is data  # written in place, on the device
+        values = w.numpy()
+        assert np.isfinite(values).all() and values.std() > 0, fill.__name__
+    init.trunc_normal_(w, a=-0.5, b=0.5)
+    assert np.abs(w.numpy()).max() <= 0.5
+    init.orthogonal_(w)
+    np.testing.assert_allclose(w.numpy().T @ w.numpy(), np.eye(32), atol=1e-5)

@@ -60,17 +60,21 @@ def _fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
+def _fill(tensor: Tensor, values: Any) -> Tensor:
     with pullback.no_grad():
         tensor.copy_(pullback.tensor(values, dtype=tensor.dtype, device=tensor.device))
     return tensor
 
 
-def _generator(tensor: Tensor, generator: Any) -> Any:
-    if generator is not None:
-        return generator
+def _draw(tensor: Tensor, generator: Any, method: str, *args: float,
+          size: tuple[int, ...], dtype: Any = None) -> Any:
+    """``generator.<method>(*args, size)`` as an array of the tensor's backend (the device's
+    own generator by default), so that the arithmetic that follows runs where the tensor is.
+    The samples are cast to ``dtype`` (default: the tensor's float type, else float64)."""
     dev = tensor.device
-    return dev.backend.generator(dev.index or 0)
+    gen = generator if generator is not None else dev.backend.generator(dev.index or 0)
+    values = getattr(gen, method)(*args, size=size)
+    return dev.backend.asarray(values, dtype=dtype or _sample_dtype(tensor), index=dev.index or 0)
 
 
 def _sample_dtype(tensor: Tensor) -> Any:
@@ -79,28 +83,24 @@ def _sample_dtype(tensor: Tensor) -> Any:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with samples from U(a, b)."""
-    gen = _generator(tensor, generator)
-    values = gen.uniform(a, b, size=tuple(tensor.shape))
-    return _fill(tensor, np.asarray(values, dtype=_sample_dtype(tensor)))
+    return _fill(tensor, _draw(tensor, generator, "uniform", a, b, size=tuple(tensor.shape)))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with samples from N(mean, std^2)."""
-    gen = _generator(tensor, generator)
-    values = gen.normal(mean, std, size=tuple(tensor.shape))
-    return _fill(tensor, np.asarray(values, dtype=_sample_dtype(tensor)))
+    return _fill(tensor, _draw(tensor, generator, "normal", mean, std, size=tuple(tensor.shape)))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2) samples restricted to [a, b] (resampling what falls outside)."""
-    gen = _generator(tensor, generator)
+    xp = tensor.device.backend.xp
     n = int(np.prod(tensor.shape))
-    out = np.empty(0)
+    out = xp.empty(0, dtype=_sample_dtype(tensor))
     while out.size < n:
-        draw = gen.normal(mean, std, size=max(2 * (n - out.size), 16))
-        out = np.concatenate([out, draw[(draw >= a) & (draw <= b)]])
-    return _fill(tensor, out[:n].reshape(tuple(tensor.shape)).astype(_sample_dtype(tensor)))
+        draw = _draw(tensor, generator, "normal", mean, std, size=(max(2 * (n - out.size), 16),))
+        out = xp.concatenate([out, draw[(draw >= a) & (draw <= b)]])
+    return _fill(tensor, out[:n].reshape(tuple(tensor.shape)))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -165,15 +165,16 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         raise ShapeError(f"orthogonal_: expected at least 2 dims, got shape {tuple(tensor.shape)}")
     rows = tensor.shape[0]
     cols = tensor.numel() // rows if rows else 0
-    gen = _generator(tensor, generator)
-    flat = gen.normal(size=(rows, cols))
+    xp = tensor.device.backend.xp
+    # the QR in float64, as the samples come: Q is orthogonal to float64 precision before the cast
+    flat = _draw(tensor, generator, "normal", 0.0, 1.0, size=(rows, cols), dtype=np.float64)
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))
+    q, r = xp.linalg.qr(flat)
+    q = q * xp.sign(xp.diag(r))
     if rows < cols:
         q = q.T
-    return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)).astype(_sample_dtype(tensor)))
+    return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
 
 
 __all__ = [
