@@ -79,6 +79,15 @@ GETITEM.def_grad(lambda F, g, out, x, key: (
 INDEX.def_grad(lambda F, g, out, x, key: (
     F.index_scatter_add(g, key=key, shape=tuple(x.shape)),))
 GETITEM_SCATTER.def_grad(lambda F, g, out, x, key, shape: (F.getitem(g, key=key),))
+
+
+def _add_at_basic_index(target: Any, g: Any, key: Any) -> None:
+    target[key] += g  # a basic index selects each element once: no repeated indices to lose
+
+
+# The engine adds a slice's gradient straight into the buffer that already holds the other
+# slices' (split's q, k and v), instead of a zero-filled full-size array per slice plus a sum.
+GETITEM.set_rule("accumulate_into", _add_at_basic_index)
 INDEX_SCATTER_ADD.def_grad(lambda F, g, out, x, key, shape: (F.index(g, key=key),))
 
 

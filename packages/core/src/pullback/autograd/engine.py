@@ -178,11 +178,19 @@ def run_backward(
     state.grad_enabled = create_graph
     modes = state.modes
     namespaces: dict[str, Any] = {}
+    # Gradient buffers the engine made itself (sums, and the fresh outputs of ops with an
+    # "accumulate_into" rule) and has not handed to anyone yet: a later gradient of such an op
+    # (another slice of the same tensor) is added into them in place. Plain first-order
+    # backward only: modes and explicit inputs see every rule run.
+    in_place = not create_graph and reach is None and not modes
+    owned: set[int] = set()
     try:
         for node in reversed(order):
             g = grads.pop(node, None)
             if g is None:
                 continue
+            if in_place:
+                owned.discard(id(g))
             if node.args is None:
                 raise AutogradError(_FREED.format(node.name))
             F: Any  # the Tensor namespace, or a backend's RawNamespace
@@ -193,6 +201,7 @@ def run_backward(
                 if F is None:
                     F = namespaces[node.device.type] = raw_namespace(node.device.type)
             is_op_node = node.__class__ is Node
+            accumulate_into = None
             if modes:
                 for mode in modes:
                     mode.on_backward_start(node, g)
@@ -202,6 +211,15 @@ def run_backward(
                 if wanted_nodes and node in wanted_nodes:
                     captured[node] = g
                     if not _feeds(node, reach, wanted_leaves):
+                        continue
+                accumulate_into = node.op.rules.get("accumulate_into") if in_place else None
+                if accumulate_into is not None and node.edges[0].__class__ is Node:
+                    target = grads.get(node.edges[0])
+                    if target is not None and id(target) in owned:
+                        accumulate_into(target, g, **node.attrs)
+                        if not retain_graph:
+                            node.args = node.arrays = node.out_data = node.saved = None
+                            node.edges = None
                         continue
                 in_grads, ins = _run_rule(node, g, F, create_graph, reach, wanted_leaves)
             else:  # a user-defined Function's node, possibly several outputs
@@ -225,7 +243,15 @@ def run_backward(
                     gi = F.cast(gi, dtype=x.dtype)
                 if edge.__class__ is Node and reach is None:  # the common case, inlined
                     prev = grads.get(edge)
-                    grads[edge] = gi if prev is None else F.add(prev, gi)
+                    if prev is None:
+                        grads[edge] = gi
+                        if accumulate_into is not None:
+                            owned.add(id(gi))
+                    else:
+                        total = grads[edge] = F.add(prev, gi)
+                        if in_place:
+                            owned.discard(id(prev))
+                            owned.add(id(total))
                 else:
                     send(edge, gi, F.add)
             if modes:
