@@ -91,13 +91,14 @@ class CharDataset:
         """The whole split as consecutive, non-overlapping windows: inputs ``x`` and next-token
         targets ``y``, both ``(n, block_size)`` int64, every target predicted exactly once (the
         tail shorter than a window is left out)."""
-        data = self._split(split, block_size)
+        data = self._tokens(split, block_size)
         n = (len(data) - 1) // block_size
         x = data[:n * block_size].reshape(n, block_size).astype(np.int64)
         y = data[1:n * block_size + 1].reshape(n, block_size).astype(np.int64)
         return x, y
 
-    def _split(self, split: str, block_size: int) -> np.ndarray:
+    def _tokens(self, split: str, block_size: int) -> np.ndarray:
+        """The token ids of ``split``, refused when shorter than one window plus its target."""
         data = self.train if split == "train" else self.val
         if len(data) <= block_size:
             raise ValueError(
@@ -109,7 +110,7 @@ class CharDataset:
     def batch(self, split: str, batch_size: int, block_size: int, rng: np.random.Generator,
               device: Any = None) -> tuple[Tensor, Tensor]:
         """Random windows ``x`` and the next-token targets ``y``, both ``(batch, block)``."""
-        data = self._split(split, block_size)
+        data = self._tokens(split, block_size)
         starts = rng.integers(0, len(data) - block_size, size=batch_size)
         offsets = starts[:, None] + np.arange(block_size)[None, :]
         x = data[offsets].astype(np.int64)
