@@ -3,6 +3,8 @@
 * matmul 1024x1024 float32 (target ratio <= 1.1)
 * a broadcasting elementwise chain on 4M float32 elements, tanh(a * b + a) * c (target <= 1.5)
 * exact GELU on 4M float32 elements (no target: the activation of the GPT's MLP)
+* split of a (32, 64, 384) float32 tensor into q, k, v, each weighted and summed (no target:
+  the attention input of the GPT benchmark's layers, where the slices' gradients meet)
 
 Run: python benchmarks/core_large_ops.py
 """
@@ -50,6 +52,19 @@ def main() -> None:
     t_pb, t_torch = best_times(lambda: pb.gelu(px).sum().backward(),
                                lambda: torch.nn.functional.gelu(tx).sum().backward())
     emit(benchmark="gelu_fwd_bwd", elements=rows * cols, dtype="float32",
+         pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch)
+
+    qkv0 = rng.standard_normal((32, 64, 384)).astype(np.float32)
+    w0 = [rng.standard_normal((32, 64, 128)).astype(np.float32) for _ in range(3)]
+
+    def split(x, ws):
+        q, k, v = (x * 1.0).split(128, dim=2)
+        ((q * ws[0]).sum() + (k * ws[1]).sum() + (v * ws[2]).sum()).backward()
+
+    pq, tq = pb.tensor(qkv0, requires_grad=True), torch.tensor(qkv0, requires_grad=True)
+    pws, tws = [pb.tensor(w) for w in w0], [torch.tensor(w) for w in w0]
+    t_pb, t_torch = best_times(lambda: split(pq, pws), lambda: split(tq, tws))
+    emit(benchmark="split_qkv_fwd_bwd", shape=list(qkv0.shape), dtype="float32",
          pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch)
 
 

@@ -178,10 +178,10 @@ def run_backward(
     state.grad_enabled = create_graph
     modes = state.modes
     namespaces: dict[str, Any] = {}
-    # Gradient buffers the engine made itself (sums, and the fresh outputs of ops with an
-    # "accumulate_into" rule) and has not handed to anyone yet: a later gradient of such an op
-    # (another slice of the same tensor) is added into them in place. Plain first-order
-    # backward only: modes and explicit inputs see every rule run.
+    # Gradient buffers that the engine made for a slice op (an op with an "accumulate_into"
+    # rule: its rule's fresh output, or a sum with it) and has not handed to anyone yet: the
+    # gradient of another slice of the same tensor is added into them in place. Plain
+    # first-order backward only: modes and explicit inputs see every rule run.
     in_place = not create_graph and reach is None and not modes
     owned: set[int] = set()
     try:
@@ -189,7 +189,7 @@ def run_backward(
             g = grads.pop(node, None)
             if g is None:
                 continue
-            if in_place:
+            if owned:
                 owned.discard(id(g))
             if node.args is None:
                 raise AutogradError(_FREED.format(node.name))
@@ -249,7 +249,7 @@ def run_backward(
                             owned.add(id(gi))
                     else:
                         total = grads[edge] = F.add(prev, gi)
-                        if in_place:
+                        if accumulate_into is not None or (owned and id(prev) in owned):
                             owned.discard(id(prev))
                             owned.add(id(total))
                 else:
