@@ -137,9 +137,16 @@ def test_cli_wsd_schedule_holds_the_peak_then_decays_linearly(tmp_path, corpus):
     assert (saved.schedule, saved.decay_steps) == ("wsd", 3)
 
 
-def test_an_unknown_schedule_is_refused():
+def test_an_unknown_schedule_or_a_stray_decay_length_is_refused():
     with pytest.raises(ValueError, match="schedule must be one of"):
         tiny_train_config(schedule="step")
+    with pytest.raises(ValueError, match=r"decay_steps \(5\) applies to the wsd schedule only"):
+        tiny_train_config(decay_steps=5)
+
+
+def test_cli_refuses_a_decay_length_without_wsd(tmp_path, corpus):
+    with pytest.raises(SystemExit, match="pullback-gpt train: decay_steps .3. applies to the wsd"):
+        main(["train", "--data", str(corpus), "--out", str(tmp_path), "--decay-steps", "3"])
 
 
 def test_split_loss_is_the_mean_over_every_window(tmp_path, corpus):

@@ -29,12 +29,15 @@ def _read_corpus(path: str | None) -> str:
 def _cmd_train(args: argparse.Namespace) -> int:
     from .train import train
 
-    cfg = PRESETS[args.config].with_overrides(
-        steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
-        seed=args.seed, eval_interval=args.eval_interval, eval_iters=args.eval_iters,
-        checkpoint_interval=args.checkpoint_interval, schedule=args.schedule,
-        decay_steps=args.decay_steps,
-    )
+    try:
+        cfg = PRESETS[args.config].with_overrides(
+            steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup,
+            seed=args.seed, eval_interval=args.eval_interval, eval_iters=args.eval_iters,
+            checkpoint_interval=args.checkpoint_interval, schedule=args.schedule,
+            decay_steps=args.decay_steps,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"pullback-gpt train: {exc}") from None
     if args.lr is not None and args.min_lr is None:
         cfg = cfg.with_overrides(min_lr=args.lr / 10)
     elif args.min_lr is not None:

@@ -73,6 +73,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.decay_steps is not None and self.schedule != "wsd":
+            raise ValueError(f"decay_steps ({self.decay_steps}) applies to the wsd schedule only, "
+                             f"not to {self.schedule!r}")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
