@@ -223,14 +223,15 @@ DEMO_ARGUMENTS = ["--epochs", "2"]
 
 @nox.session(python=ORACLE_PYTHON)
 def demo(session: nox.Session) -> None:
-    """The main job: train the char-level GPT on TinyShakespeare (nanoGPT's CPU recipe: loss
-    curve, CSV log and checkpoints in runs/gpt-demo/), then sample from it. The corpus comes
-    from $PULLBACK_DATA, the user cache, or a checksummed download; extra arguments go to
-    `pullback-gpt train` (e.g. -- --steps 500)."""
+    """The main job: train the char-level GPT on TinyShakespeare (nanoGPT's CPU configuration
+    with the warmup-stable-decay schedule: loss curve, CSV log and checkpoints in
+    runs/gpt-demo/), then sample from it. The corpus comes from $PULLBACK_DATA, the user cache,
+    or a checksummed download; extra arguments go to `pullback-gpt train` (e.g. -- --steps 500,
+    or -- --schedule cosine for nanoGPT's own schedule)."""
     session.install(*_editable(["core", "nn", "optim", "gpt"], extras=""))
     env = _data_env()
-    session.run("pullback-gpt", "train", "--config", "nano-cpu", "--out", "runs/gpt-demo",
-                *session.posargs, env=env)
+    session.run("pullback-gpt", "train", "--config", "nano-cpu", "--schedule", "wsd",
+                "--out", "runs/gpt-demo", *session.posargs, env=env)
     session.run("pullback-gpt", "sample", "--checkpoint", "runs/gpt-demo", "--prompt", "ROMEO:",
                 "--max-new-tokens", "300", env=env)
 
