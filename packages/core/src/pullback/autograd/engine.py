@@ -201,7 +201,9 @@ def run_backward(
                 if F is None:
                     F = namespaces[node.device.type] = raw_namespace(node.device.type)
             is_op_node = node.__class__ is Node
-            accumulate_into = None
+            accumulate_into: Any = None
+            in_grads: tuple[Any, ...]
+            ins: Sequence[Any]
             if modes:
                 for mode in modes:
                     mode.on_backward_start(node, g)
@@ -213,15 +215,13 @@ def run_backward(
                     if not _feeds(node, reach, wanted_leaves):
                         continue
                 accumulate_into = node.op.rules.get("accumulate_into") if in_place else None
-                if accumulate_into is not None and node.edges[0].__class__ is Node:
-                    target = grads.get(node.edges[0])
-                    if target is not None and id(target) in owned:
-                        accumulate_into(target, g, **node.attrs)
-                        if not retain_graph:
-                            node.args = node.arrays = node.out_data = node.saved = None
-                            node.edges = None
-                        continue
-                in_grads, ins = _run_rule(node, g, F, create_graph, reach, wanted_leaves)
+                target = (grads.get(node.edges[0]) if accumulate_into is not None
+                          and node.edges[0].__class__ is Node else None)
+                if target is not None and id(target) in owned:
+                    accumulate_into(target, g, **node.attrs)
+                    in_grads, ins = (), ()  # nothing left to send; the node is released below
+                else:
+                    in_grads, ins = _run_rule(node, g, F, create_graph, reach, wanted_leaves)
             else:  # a user-defined Function's node, possibly several outputs
                 slots = [OutputSlot(node, k) for k in range(node.n_outputs)]
                 g = [

@@ -12,12 +12,42 @@ from .base import check_optimizer
 from .decay import LambdaLR
 
 
-def _warmup_factor(step: int, warmup_steps: int) -> float:
-    """The linear ramp ``(step + 1) / warmup_steps``: the first step already trains."""
-    return (step + 1) / warmup_steps
+# The decay phase's shape: the fraction of (peak - floor) left at progress p in [0, 1].
+DECAY_SHAPES: dict[str, Callable[[float], float]] = {
+    "linear": lambda p: 1.0 - p,
+    "cosine": lambda p: (1.0 + math.cos(math.pi * p)) / 2.0,
+    "1-sqrt": lambda p: 1.0 - math.sqrt(p),
+}
 
 
-class WarmupCosine:
+class _WarmupThenDecay:
+    """The shared piecewise factor: the linear ramp ``(t + 1) / warmup_steps`` (the first step
+    already trains), the peak 1 until the decay starts, the decay's shape down to ``floor`` at
+    ``total_steps``, then ``floor``. Subclasses say where the decay starts and its shape."""
+
+    warmup_steps: int
+    total_steps: int
+    floor: float
+
+    def _decay_start(self) -> int:
+        raise NotImplementedError
+
+    def _remaining(self, progress: float) -> float:
+        raise NotImplementedError
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        if step >= self.total_steps:
+            return self.floor
+        start = self._decay_start()
+        if step < start:
+            return 1.0
+        progress = (step - start) / (self.total_steps - start)
+        return self.floor + (1.0 - self.floor) * self._remaining(progress)
+
+
+class WarmupCosine(_WarmupThenDecay):
     """The learning-rate factor of step ``t`` (a callable for :class:`LambdaLR`)::
 
         (t + 1) / warmup_steps                                        t < warmup_steps
@@ -34,24 +64,14 @@ class WarmupCosine:
         self.total_steps = total_steps
         self.floor = floor
 
-    def __call__(self, step: int) -> float:
-        if step < self.warmup_steps:
-            return _warmup_factor(step, self.warmup_steps)
-        if step >= self.total_steps:
-            return self.floor
-        progress = (step - self.warmup_steps) / (self.total_steps - self.warmup_steps)
-        return self.floor + (1.0 - self.floor) * (1.0 + math.cos(math.pi * progress)) / 2.0
+    def _decay_start(self) -> int:
+        return self.warmup_steps
+
+    def _remaining(self, progress: float) -> float:
+        return DECAY_SHAPES["cosine"](progress)
 
 
-# The decay phase's shape: the fraction of (peak - floor) left at progress p in [0, 1].
-DECAY_SHAPES: dict[str, Callable[[float], float]] = {
-    "linear": lambda p: 1.0 - p,
-    "cosine": lambda p: (1.0 + math.cos(math.pi * p)) / 2.0,
-    "1-sqrt": lambda p: 1.0 - math.sqrt(p),
-}
-
-
-class WarmupStableDecay:
+class WarmupStableDecay(_WarmupThenDecay):
     """The learning-rate factor of step ``t`` (a callable for :class:`LambdaLR`)::
 
         (t + 1) / warmup_steps                                  t < warmup_steps
@@ -72,16 +92,11 @@ class WarmupStableDecay:
         self.floor = floor
         self.shape = shape
 
-    def __call__(self, step: int) -> float:
-        if step < self.warmup_steps:
-            return _warmup_factor(step, self.warmup_steps)
-        if step >= self.total_steps:
-            return self.floor
-        decay_start = self.total_steps - self.decay_steps
-        if step < decay_start:
-            return 1.0
-        progress = (step - decay_start) / self.decay_steps
-        return self.floor + (1.0 - self.floor) * DECAY_SHAPES[self.shape](progress)
+    def _decay_start(self) -> int:
+        return self.total_steps - self.decay_steps
+
+    def _remaining(self, progress: float) -> float:
+        return DECAY_SHAPES[self.shape](progress)
 
 
 def _check_int(name: str, value: object, low: int) -> None:
