@@ -22,9 +22,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _why_no_cuda() -> str | None:
     """``None`` when a CUDA device is usable, else why not."""
-    from pullback import device
+    from pullback import backends
 
-    backend = device.backends().get("cuda")
+    backend = backends.backends().get("cuda")
     if backend is None:
         return "no 'cuda' backend is registered (pip install pullback-cuda)"
     if not backend.is_available():

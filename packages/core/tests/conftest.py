@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pullback import plugins
-from pullback.device import Backend
+from pullback.backends import Backend
 
 
 class NumpyBackend(Backend):

@@ -115,8 +115,8 @@ def _linear(kit, n_in, n_out, std=None, bias=0.0, seed=0):
     layer = kit.Linear(n_in, n_out)
     rng = np.random.default_rng(seed)
     std = 1.0 / math.sqrt(n_in) if std is None else std
-    layer.weight.data = rng.normal(0.0, std, (n_out, n_in)).astype(np.float32)
-    layer.bias.data = np.full(n_out, bias, dtype=np.float32)
+    layer.weight.array = rng.normal(0.0, std, (n_out, n_in)).astype(np.float32)
+    layer.bias.array = np.full(n_out, bias, dtype=np.float32)
     return layer
 
 
@@ -178,7 +178,7 @@ def test_partially_dead_layer_fraction_is_exact(kit):
     layer = _linear(kit, WIDTH, WIDTH, seed=5)
     bias = np.zeros(WIDTH, dtype=np.float32)
     bias[:12] = -50.0  # PLANTED: 12 of 32 units can never fire
-    layer.bias.data = bias
+    layer.bias.array = bias
     model = kit.Sequential(layer, kit.ReLU(), _linear(kit, WIDTH, 1, seed=6))
     report = _train_step(model).explain()
     stats = next(a for a in report.activations if a.fed_by == "0")
@@ -226,7 +226,7 @@ def test_update_ratio_follows_lr_and_optimizer_groups():
                            _linear(KIT, WIDTH, 1, seed=2))
     _train_step(model)
     params = dict(model.named_parameters())
-    w, g = params["0.weight"].data, params["0.weight"].grad.data
+    w, g = params["0.weight"].array, params["0.weight"].grad.array
     expected = 0.01 * np.linalg.norm(g.astype(np.float64)) / np.linalg.norm(w.astype(np.float64))
     report = explain_gradients(model, lr=0.01)
     stats = {p.name: p for p in report.params}

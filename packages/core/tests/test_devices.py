@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import device, plugins
+from pullback import backends, plugins
 from pullback._cpu import CPUBackend
-from pullback.device import Backend
+from pullback.backends import Backend
 from pullback.errors import DeviceError, MissingPackageError
 from pullback.hookspecs import hookimpl
 
@@ -120,7 +120,7 @@ def test_an_unavailable_backend_is_registered_but_not_usable(
     plugin.pullback_hook_api = "1.0"
     plugin.register_backends = hookimpl(lambda register: register(backend))
     throwaway_plugin(plugin, "offnp")
-    assert "offnp" in device.backends()
+    assert "offnp" in backends.backends()
     assert not pb.is_available("offnp") and not pb.is_available("offnp:0")
     assert not any(d.startswith("offnp") for d in pb.devices())
     assert pb.Device("offnp").backend.unavailable_reason() == "no offnp driver"
@@ -136,7 +136,7 @@ def test_synchronize_on_the_cpu_returns() -> None:
 def npu_provider(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Pretend a device type 'npu' is provided by a given distribution."""
     def provide(distribution: str) -> None:
-        monkeypatch.setitem(device._KNOWN_PROVIDERS, "npu", distribution)
+        monkeypatch.setitem(backends._KNOWN_PROVIDERS, "npu", distribution)
     return provide
 
 

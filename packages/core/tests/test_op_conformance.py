@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from pullback.device import Device
+from pullback.backends import Device
 from pullback.hookspecs import hookimpl
 from pullback.testing import conformance
 from pullback.testing.opdb import OP_DB, get_record, sample_cases
@@ -104,7 +104,7 @@ _PLUGIN = '''
     whose own exp kernel is off by 1e-3."""
     import numpy as np
     from pullback import plugins
-    from pullback.device import Backend
+    from pullback.backends import Backend
     from pullback.hookspecs import hookimpl
 
     class NumpyRef(Backend):

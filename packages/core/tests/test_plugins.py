@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import device, plugins, registry
+from pullback import backends, plugins, registry
 from pullback._ops._declare import CORE_OPS
 from pullback.errors import DeviceError, PluginError, RegistryError
 from pullback.hookspecs import HOOK_NAMES, hookimpl
@@ -53,7 +53,7 @@ def test_core_registers_its_backend_and_ops_through_its_own_plugin() -> None:
     assert record.registered["backends"] == ["cpu"]
     assert sorted(record.registered["ops"]) == sorted(op.name for op in CORE_OPS)
     assert all(registry.OP_OWNERS[op.name] == "pullback" for op in CORE_OPS)
-    assert device.BACKEND_OWNERS["cpu"] == "pullback"
+    assert backends.BACKEND_OWNERS["cpu"] == "pullback"
 
 
 def test_hook_names_match_the_hookspecs() -> None:
@@ -101,7 +101,7 @@ def test_a_plugin_registers_through_every_hook_and_unregisters_cleanly(
     assert op.rule("batch") is batch_rule
     assert plugins.graph_passes()["tp.fuse"] is fuse
     assert plugins.exporters()["tp.format"] is export
-    assert device.BACKEND_OWNERS["tpnp"] == "tp-dist"
+    assert backends.BACKEND_OWNERS["tpnp"] == "tp-dist"
 
     # The op runs on the new backend through the plugin's kernel; the gradient is analytic.
     values = np.array([-2.0, -0.5, 0.0, 1.5])
@@ -116,7 +116,7 @@ def test_a_plugin_registers_through_every_hook_and_unregisters_cleanly(
     plugins.unregister_plugin("tp")
     assert "tp" not in plugins.records()
     assert "tp.softsign" not in registry.OPS
-    assert "tpnp" not in device.backends()
+    assert "tpnp" not in backends.backends()
     assert "tp.fuse" not in plugins.graph_passes()
     assert "tp.format" not in plugins.exporters()
     with pytest.raises(DeviceError, match="unknown device type 'tpnp'"):
@@ -176,12 +176,12 @@ def test_a_hook_with_a_wrong_argument_name_is_refused() -> None:
 
 
 def test_a_second_cpu_backend_is_an_error_naming_both_distributions(numpy_backend: Any) -> None:
-    cpu = device.backends()["cpu"]
+    cpu = backends.backends()["cpu"]
     plugin = make_plugin(register_backends=lambda register: register(numpy_backend("cpu")))
     with pytest.raises(PluginError,
                        match="backend 'cpu' registered twice: by pullback and by tp-dist"):
         plugins.register_plugin(plugin, name="tp", distribution="tp-dist")
-    assert device.backends()["cpu"] is cpu
+    assert backends.backends()["cpu"] is cpu
     assert "tp" not in plugins.records()
 
 
@@ -193,7 +193,7 @@ def test_a_failed_registration_undoes_what_the_plugin_had_registered(numpy_backe
     )
     with pytest.raises(RegistryError, match="op 'add' registered twice: by pullback and by tp-dist"):
         plugins.register_plugin(plugin, name="tp", distribution="tp-dist")
-    assert "tpnp" not in device.backends()
+    assert "tpnp" not in backends.backends()
     assert registry.OP_OWNERS["add"] == "pullback"
     np.testing.assert_allclose((pb.tensor([1.0]) + pb.tensor([2.0])).numpy(), [3.0])
 
@@ -314,7 +314,7 @@ def test_no_hook_and_no_plugin_loading_on_the_per_op_path(
 
 TOY_PLUGIN = '''
     import numpy as np
-    from pullback.device import Backend
+    from pullback.backends import Backend
     from pullback.hookspecs import hookimpl
 
     pullback_hook_api = "1.0"
@@ -345,7 +345,7 @@ REPORT = '''
         "loaded": {n: [r.distribution, r.version, r.registered] for n, r in plugins.records().items()},
         "failed": {n: [r.distribution, r.error] for n, r in plugins.failed().items()},
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
-        "backends": sorted(pullback.device.backends()),
+        "backends": sorted(pullback.backends.backends()),
         "sum": (pullback.ones(3) * 2).sum().item(),
     }))
 '''
@@ -374,7 +374,7 @@ def test_plugins_load_once(fake_site: Any) -> None:
     result = fake_site.python('''
         import pullback, toy_plugin
         pullback.plugins.load_plugins()
-        pullback.device.backends(); pullback.Device("toy"); pullback.is_available("toy")
+        pullback.backends.backends(); pullback.Device("toy"); pullback.is_available("toy")
         pullback.plugins.ensure_registered("toy_plugin", "toy", "pullback-toy")
         print(toy_plugin.CALLS)
     ''')
@@ -474,10 +474,10 @@ def test_a_thread_asking_for_backends_during_loading_waits_for_all_of_them(
     # The plugin starts a thread while it is being loaded, then takes its time to register: the
     # thread must see the finished registry, not the half-loaded one.
     slow = TOY_PLUGIN.replace('''    CALLS.append("register_backends")''', '''    import threading, time
-        import pullback.device
+        import pullback.backends
         global SEEN
         def ask():
-            SEEN.extend(pullback.device.backends())
+            SEEN.extend(pullback.backends.backends())
         THREAD.append(threading.Thread(target=ask))
         THREAD[0].start()
         time.sleep(0.3)''').replace("CALLS = []", "SEEN, THREAD = [], []")

@@ -43,7 +43,7 @@ def test_bfloat16_keeps_bits(tmp_path):
     pullback.save({"x": x}, _path(tmp_path))
     back = pullback.load(_path(tmp_path))["x"]
     assert back.dtype == pullback.bfloat16
-    np.testing.assert_array_equal(back.data.view(np.uint16), x.data.view(np.uint16))
+    np.testing.assert_array_equal(back.array.view(np.uint16), x.array.view(np.uint16))
 
 
 def test_nested_state_dict_with_json_values(tmp_path):
@@ -111,7 +111,7 @@ def test_against_torch_safetensors(tmp_path):
     save_file(ref, _path(tmp_path))
     back = pullback.load(_path(tmp_path))
     np.testing.assert_array_equal(back["w"].numpy(), ref["w"].numpy())
-    np.testing.assert_array_equal(back["h"].data.astype(np.float32), ref["h"].float().numpy())
+    np.testing.assert_array_equal(back["h"].array.astype(np.float32), ref["h"].float().numpy())
 
 
 def test_truncated_file_is_a_checkpoint_error_naming_the_file(tmp_path):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback.device import Device
+from pullback.backends import Device
 from pullback.errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
 
 
@@ -245,7 +245,7 @@ def test_device_mismatch_names_both_devices():
 
 
 def test_missing_cuda_package_names_distribution():
-    if "cuda" in pb.device.backends():
+    if "cuda" in pb.backends.backends():
         pytest.skip("pullback-cuda is installed here")
     with pytest.raises(pb.errors.MissingPackageError, match="pip install pullback-cuda"):
         pb.zeros(2, device="cuda")

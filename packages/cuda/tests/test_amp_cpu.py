@@ -89,7 +89,7 @@ class _SGD:
         self.steps += 1
         with pb.no_grad():
             for p in self.param_groups[0]["params"]:
-                p.data -= self.lr * p.grad.data
+                p.array -= self.lr * p.grad.array
         return "stepped"
 
 

@@ -15,7 +15,7 @@ import pullback.cuda
 from pullback import plugins
 from pullback.cuda import _cupy
 from pullback.cuda._backend import CUDABackend
-from pullback.device import get_backend
+from pullback.backends import get_backend
 from pullback.errors import DeviceError
 
 

@@ -22,7 +22,7 @@ def test_creation_lands_on_the_gpu(cupy):
               pb.arange(5, device="cuda"), pb.eye(3, device="cuda"),
               pb.full((2,), 1.5, device="cuda"), pb.randn(3, device="cuda"),
               pb.tensor([[1.0, 2.0]], device="cuda")):
-        assert isinstance(t.data, cupy.ndarray) and t.data.device.id == 0
+        assert isinstance(t.array, cupy.ndarray) and t.array.device.id == 0
         assert t.device == pb.Device("cuda:0")
     np.testing.assert_array_equal(pb.arange(5, device="cuda").numpy(), np.arange(5))
 
@@ -67,11 +67,11 @@ def test_philox_kernel_matches_the_numpy_reference(seed, offset, blocks):
 def test_seeded_sampling_is_reproducible_and_state_resumes():
     pb.manual_seed(3)
     a = pb.randn(1000, device="cuda").numpy()
-    state = json.loads(json.dumps(pb.device.get_backend("cuda").get_rng_state()))
+    state = json.loads(json.dumps(pb.backends.get_backend("cuda").get_rng_state()))
     b = pb.rand(17, device="cuda").numpy()
     pb.manual_seed(3)
     np.testing.assert_array_equal(pb.randn(1000, device="cuda").numpy(), a)
-    pb.device.get_backend("cuda").set_rng_state(state)
+    pb.backends.get_backend("cuda").set_rng_state(state)
     np.testing.assert_array_equal(pb.rand(17, device="cuda").numpy(), b)
     assert abs(a.mean()) < 0.1 and abs(a.std() - 1.0) < 0.1
     p = pb.randperm(50, device="cuda").numpy()
@@ -86,7 +86,7 @@ def test_dlpack_with_torch_shares_memory():
         pytest.skip("this PyTorch build has no CUDA")
     x = pb.arange(6, dtype=pb.float32, device="cuda")
     t = torch.from_dlpack(x)
-    assert t.is_cuda and t.data_ptr() == x.data.data.ptr
+    assert t.is_cuda and t.data_ptr() == x.array.data.ptr
     t[0] = 42.0
     assert float(x[0].item()) == 42.0
     back = pb.from_dlpack(torch.ones(3, device="cuda") * 2)
@@ -94,7 +94,7 @@ def test_dlpack_with_torch_shares_memory():
     np.testing.assert_array_equal(back.numpy(), [2.0, 2.0, 2.0])
     src = torch.arange(4.0, device="cuda")
     shared = pb.from_dlpack(src)
-    assert shared.data.data.ptr == src.data_ptr()
+    assert shared.array.data.ptr == src.data_ptr()
 
 
 def test_dlpack_with_jax(monkeypatch):

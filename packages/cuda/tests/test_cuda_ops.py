@@ -154,9 +154,9 @@ def test_nn_init_fills_cuda_tensors_in_place():
     w = pb.zeros(64, 32, device="cuda")
     for fill in (init.uniform_, init.normal_, init.trunc_normal_, init.xavier_uniform_,
                  init.kaiming_normal_):
-        data = w.data
+        data = w.array
         fill(w)
-        assert w.device.type == "cuda" and w.data is data  # written in place, on the device
+        assert w.device.type == "cuda" and w.array is data  # written in place, on the device
         values = w.numpy()
         assert np.isfinite(values).all() and values.std() > 0, fill.__name__
     init.trunc_normal_(w, a=-0.5, b=0.5)

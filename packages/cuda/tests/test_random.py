@@ -13,7 +13,7 @@ from scipy import stats
 import pullback as pb
 from pullback import plugins
 from pullback.cuda._random import PhiloxGenerator
-from pullback.device import Backend
+from pullback.backends import Backend
 from pullback.hookspecs import hookimpl
 
 from philox_reference import philox4x32_10, philox_blocks

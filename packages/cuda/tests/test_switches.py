@@ -12,7 +12,7 @@ import pullback as pb
 from pullback import plugins
 from pullback.cuda import _switches, custom_kernels_enabled, use_custom_kernels
 from pullback.cuda._kernels import OP_KERNELS, CustomKernel
-from pullback.device import Backend
+from pullback.backends import Backend
 from pullback.hookspecs import hookimpl
 
 

@@ -48,9 +48,9 @@ def test_clip_grad_norm_matches_pytorch(norm_type: float, max_norm: float):
         if t.grad is None:
             assert p.grad is None
         else:
-            np.testing.assert_allclose(p.grad.data, t.grad.numpy(), rtol=1e-13, atol=0)
+            np.testing.assert_allclose(p.grad.array, t.grad.numpy(), rtol=1e-13, atol=0)
     if max_norm < float(expected):
-        clipped = np.linalg.norm(np.concatenate([p.grad.data.ravel() for p in ours[:3]]),
+        clipped = np.linalg.norm(np.concatenate([p.grad.array.ravel() for p in ours[:3]]),
                                  norm_type if norm_type != math.inf else np.inf)
         assert clipped == pytest.approx(max_norm, rel=1e-5)
 
@@ -60,7 +60,7 @@ def test_clip_grad_norm_accepts_one_tensor_and_float32():
     p.grad = pullback.tensor([3.0, 4.0, 0.0])
     total = clip_grad_norm_(p, 1.0)
     assert total.dtype == np.float32 and float(total) == 5.0
-    np.testing.assert_allclose(p.grad.data, [0.6, 0.8, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(p.grad.array, [0.6, 0.8, 0.0], rtol=1e-6)
 
 
 def test_clip_grad_norm_without_gradients_returns_zero():
@@ -79,7 +79,7 @@ def test_nonfinite_norm_raises_when_asked_and_spreads_nan_otherwise():
     torch.nn.utils.clip_grad_norm_(theirs, 1.0)
     assert math.isnan(float(total))
     for p, t in zip(ours[:3], theirs[:3]):
-        np.testing.assert_array_equal(np.isnan(p.grad.data), np.isnan(t.grad.numpy()))
+        np.testing.assert_array_equal(np.isnan(p.grad.array), np.isnan(t.grad.numpy()))
 
 
 def test_clipping_bumps_the_version_of_the_gradient():
@@ -96,7 +96,7 @@ def test_clip_grad_value_matches_pytorch(clip_value: float):
     assert clip_grad_value_(ours, clip_value) is None
     torch.nn.utils.clip_grad_value_(theirs, clip_value)
     for p, t in zip(ours[:3], theirs[:3]):
-        np.testing.assert_array_equal(p.grad.data, t.grad.numpy())
+        np.testing.assert_array_equal(p.grad.array, t.grad.numpy())
 
 
 def test_bad_clipping_arguments():

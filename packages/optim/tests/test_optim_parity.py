@@ -118,9 +118,9 @@ def run_both(name: str, groups: list[dict[str, Any]], kwargs: dict[str, Any],
         th_opt.step()
         if between is not None:
             between(step, pb_opt, th_opt, pb, th)
-        diffs.append(max(float(np.max(np.abs(pb[k].data - th[k].detach().numpy())))
+        diffs.append(max(float(np.max(np.abs(pb[k].array - th[k].detach().numpy())))
                          for k in pb))
-    moved = max(float(np.max(np.abs(pb[k].data - arrays[k]))) for k in pb)
+    moved = max(float(np.max(np.abs(pb[k].array - arrays[k]))) for k in pb)
     assert moved > 1e-4, f"the weights barely moved ({moved}): the test would prove nothing"
     return diffs
 
@@ -189,7 +189,7 @@ def test_zero_grad_to_zeros_then_step(name: str):
     def zero_step(step, pb_opt, th_opt, pb, th):
         pb_opt.zero_grad(set_to_none=False)
         th_opt.zero_grad(set_to_none=False)
-        assert all(float(np.abs(p.grad.data).max()) == 0 for p in pb.values())
+        assert all(float(np.abs(p.grad.array).max()) == 0 for p in pb.values())
         pb_opt.step()
         th_opt.step()
 
@@ -229,4 +229,4 @@ def test_closure_is_evaluated_with_grad_and_its_loss_returned():
     with pullback.no_grad():
         loss = opt.step(closure)
     assert float(loss) == 5.0
-    assert np.allclose(w.data, [0.8, 1.6])
+    assert np.allclose(w.array, [0.8, 1.6])

@@ -99,7 +99,7 @@ def test_state_dicts_survive_json(name):
     train(params, opt, sched, HALF, TOTAL_STEPS)
     train(params2, opt2, sched2, HALF, TOTAL_STEPS)
     for k in params:
-        assert np.array_equal(params[k].data, params2[k].data), k
+        assert np.array_equal(params[k].array, params2[k].array), k
 
 
 def test_state_dict_layout_mirrors_pytorch():
@@ -122,8 +122,8 @@ def test_loaded_state_is_a_copy_on_the_parameters_dtype():
     opt2.load_state_dict(sd)
     restored = opt2.state[params2["w1"]]["exp_avg"]
     assert restored.dtype == np.float32
-    restored.data[...] = 7.0
-    assert not np.any(opt.state[params["w1"]]["exp_avg"].data == 7.0)
+    restored.array[...] = 7.0
+    assert not np.any(opt.state[params["w1"]]["exp_avg"].array == 7.0)
 
 
 def _trained(name="adam"):

@@ -31,7 +31,9 @@ from .creation import (  # noqa: E402
     linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, randperm, tensor,
     uniform, zeros, zeros_like,
 )
-from .device import Backend, Device, devices, is_available, synchronize  # noqa: E402
+from .backends import Backend, Device, devices, is_available, synchronize  # noqa: E402
+
+device = Device  # pullback.device("cuda:0"), as torch.device
 from .dispatch import DispatchMode, apply  # noqa: E402
 from .dtypes import (  # noqa: E402
     bfloat16, bool_, double, float16, float32, float64, get_default_dtype, half, int8, int16,

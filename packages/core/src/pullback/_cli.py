@@ -16,7 +16,7 @@ from importlib import metadata
 from typing import Any
 
 from . import __version__, hookspecs, plugins
-from .device import backends
+from .backends import backends
 
 # The order in which a plugin's registrations are listed.
 _KINDS = ("backends", "ops", "kernels", "rules", "graph_passes", "exporters")

@@ -11,7 +11,7 @@ from ._cpu_parallel import (
     parallel_batched_matmul, parallel_elementwise, parallel_sum, parallel_sum_to,
 )
 from ._host_memory import tune_malloc
-from .device import Backend
+from .backends import Backend
 from .native import native_first
 
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .device import Device, backends
+from .backends import Device, backends
 from .dtypes import get_default_dtype, is_floating, to_dtype
 from .errors import DTypeError
 from .tensor import Tensor, default_device
@@ -31,7 +31,7 @@ def _array_from(data: Any, dtype: Any, device: Any, copy: bool = True) -> tuple[
     if isinstance(data, Tensor):
         dev = data.device if device is None else Device(device)
         t = data.to(dev) if dev is not data.device else data
-        arr = t.data
+        arr = t.array
         if dtype is not None:
             arr = arr.astype(to_dtype(dtype), copy=copy)
         elif copy:
@@ -61,7 +61,7 @@ def _holds_tensors(data: Any) -> bool:
 
 def _host(x: Any) -> Any:
     if isinstance(x, Tensor):
-        return x.device.backend.to_host(x.data)
+        return x.device.backend.to_host(x.array)
     if isinstance(x, (list, tuple)):
         return [_host(v) for v in x]
     return x

@@ -106,7 +106,7 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
                 device = a.device
             elif a.device is not device:
                 raise _device_mismatch(op, args)
-            arrays.append(a.data)
+            arrays.append(a.array)
             if a._requires_grad:
                 requires_grad = True
         else:
@@ -132,11 +132,11 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         out = device.backend.asarray(out, index=device.index or 0)
 
     t = Tensor.__new__(Tensor)
-    t.data = out
+    t.array = out
     t.device = device
     t.grad = None
     t._hooks = None
-    if op.view and not (op.may_copy and not _shares_memory(device, out, args[0].data)):
+    if op.view and not (op.may_copy and not _shares_memory(device, out, args[0].array)):
         base = args[0]
         counter = base._version
         if len(counter) == 1:
@@ -189,7 +189,7 @@ class RawNamespace:
 
     def full(self, shape: tuple[int, ...], value: float, like: Any) -> Any:
         """A constant array with ``like``'s dtype (rules need ones/zeros now and then)."""
-        from .device import get_backend
+        from .backends import get_backend
 
         backend = get_backend(self._backend)
         with backend.device_scope(backend.index_of(like)):  # like's GPU, not the current one
@@ -197,7 +197,7 @@ class RawNamespace:
 
     def eye(self, n: int, like: Any) -> Any:
         """An identity matrix with ``like``'s dtype."""
-        from .device import get_backend
+        from .backends import get_backend
 
         backend = get_backend(self._backend)
         with backend.device_scope(backend.index_of(like)):

@@ -30,7 +30,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def register_backends(register: Callable[[Any], None]) -> None:
     """Register device backends.
 
-    :param register: call ``register(backend)`` with a :class:`pullback.device.Backend`
+    :param register: call ``register(backend)`` with a :class:`pullback.backends.Backend`
         instance for each backend (its ``name`` is the device type, e.g. ``"cuda"``).
     :return: nothing; results are not collected.
 

@@ -99,7 +99,7 @@ def _check_api(module: Any, name: str, dist: str) -> None:
 
 
 def _registrars(record: PluginRecord) -> dict[str, Callable[..., None]]:
-    from .device import register_backend
+    from .backends import register_backend
     from .registry import register_kernel, register_op, register_rule
 
     owner = record.distribution
@@ -205,13 +205,13 @@ def unregister_plugin(name: str) -> None:
 
 
 def _undo(record: PluginRecord) -> None:
-    from . import device, registry
+    from . import backends, registry
 
     for b in record.registered.get("backends", []):
-        device._BACKENDS.pop(b, None)
-        device.BACKEND_OWNERS.pop(b, None)
-        for spec in [s for s, d in device.Device._cache.items() if d.type == b]:
-            del device.Device._cache[spec]
+        backends._BACKENDS.pop(b, None)
+        backends.BACKEND_OWNERS.pop(b, None)
+        for spec in [s for s, d in backends.Device._cache.items() if d.type == b]:
+            del backends.Device._cache[spec]
         # Kernels built from generic factories on this backend's namespace are a cache: drop
         # them, or a later backend of the same name would run the old namespace's kernels.
         for declared in registry.OPS.values():

@@ -120,7 +120,7 @@ class Op:
         kernel = self.kernels.get(backend_name)
         if kernel is not None:
             return kernel
-        from .device import get_backend
+        from .backends import get_backend
 
         backend = get_backend(backend_name)
         if self.generic is None or not backend.array_api:

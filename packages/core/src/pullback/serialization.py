@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .device import Device
+from .backends import Device
 from .errors import CheckpointError, DeviceError
 from .tensor import Tensor
 
@@ -146,7 +146,7 @@ def _join(path: str, key: Any) -> str:
 
 def _host_array(obj: Any) -> np.ndarray:
     if isinstance(obj, Tensor):
-        arr = obj.device.backend.to_host(obj.data)
+        arr = obj.device.backend.to_host(obj.array)
     else:
         arr = obj
     # safetensors stores dense little-endian bytes (ascontiguousarray would turn 0-d into 1-d).

@@ -16,7 +16,7 @@ from .dtypes import is_floating, to_dtype
 from .errors import AutogradError, DTypeError
 
 if TYPE_CHECKING:
-    from .device import Device
+    from .backends import Device
     from .graph import Node, OutputSlot
 
 _default_device: Any = None
@@ -30,7 +30,7 @@ def default_device() -> Any:
     """The CPU device (where tensors go unless told otherwise)."""
     global _default_device
     if _default_device is None:
-        from .device import Device
+        from .backends import Device
 
         _default_device = Device("cpu")
     return _default_device
@@ -42,18 +42,19 @@ class Tensor:
     Create tensors with :func:`pullback.tensor` and friends; ``Tensor(data)`` works too.
 
     Attributes:
-        data: the backend array (a NumPy array on the CPU).
+        array: the backend array (a NumPy ``ndarray`` on the CPU, a CuPy array on CUDA).
+        data: as in PyTorch, a detached Tensor aliasing the same memory (assignable).
         device: the :class:`~pullback.Device`.
         grad: the accumulated gradient (a Tensor) after ``backward()``, for leaves.
     """
 
     __slots__ = (
-        "data", "device", "grad", "_requires_grad", "_node", "_version", "_base", "_hooks",
+        "array", "device", "grad", "_requires_grad", "_node", "_version", "_base", "_hooks",
         "__weakref__",
     )
     __array_priority__ = 1000  # NumPy defers to our reflected operators (ndarray * Tensor)
 
-    data: Any
+    array: Any
     device: Device
     grad: Tensor | None
     _requires_grad: builtins.bool
@@ -72,7 +73,7 @@ class Tensor:
     def _init_leaf(self, data: Any, device: Device, requires_grad: bool) -> None:
         """Fill the slots of a new leaf around the backend array ``data`` (for ``__init__`` of
         Tensor and of subclasses such as ``pullback.nn.Parameter``)."""
-        self.data = data
+        self.array = data
         self.device = device
         self.grad = None
         self._node = None
@@ -87,7 +88,7 @@ class Tensor:
     def _wrap(data: Any, device: Any = None) -> Tensor:
         """A leaf Tensor around an existing backend array (no copy, no checks)."""
         t = Tensor.__new__(Tensor)
-        t.data = data
+        t.array = data
         t.device = device if device is not None else default_device()
         t.grad = None
         t._node = None
@@ -97,42 +98,64 @@ class Tensor:
         t._requires_grad = False
         return t
 
+    # -- PyTorch's .data -------------------------------------------------------------------------
+    @property
+    def data(self) -> Tensor:
+        """A Tensor sharing this tensor's memory, outside the graph, as PyTorch's ``.data``.
+
+        Unlike :meth:`detach` it has a version counter of its own, so in-place changes made
+        through it (``p.data.add_(u)``, an optimizer's update) are not seen by autograd: that is
+        the point of ``.data``, and its danger. The backend array itself is ``.array``.
+        """
+        return Tensor._wrap(self.array, self.device)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"Tensor.data must be set to a Tensor, got {type(value).__name__} "
+                "(to set the backend array itself, assign .array)"
+            )
+        # As in PyTorch, the new data may have another shape, dtype or device (``p.data =
+        # p.data.to(device)`` moves a parameter and keeps its identity).
+        self.array, self.device = value.array, value.device
+
     # -- metadata ------------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
         """The shape, as a tuple."""
-        return self.data.shape
+        return self.array.shape
 
     def size(self, axis: int | None = None) -> Any:
         """The shape (PyTorch's ``size()``), or the size of one axis."""
-        return self.data.shape if axis is None else self.data.shape[axis]
+        return self.array.shape if axis is None else self.array.shape[axis]
 
     @property
     def ndim(self) -> int:
         """Number of dimensions."""
-        return self.data.ndim
+        return self.array.ndim
 
     def dim(self) -> int:
         """Number of dimensions (PyTorch's spelling)."""
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def dtype(self) -> np.dtype:
         """The element dtype (a NumPy dtype object)."""
-        return self.data.dtype
+        return self.array.dtype
 
     def numel(self) -> int:
         """Number of elements."""
-        return int(self.data.size)
+        return int(self.array.size)
 
     def element_size(self) -> int:
         """Bytes per element."""
-        return int(self.data.dtype.itemsize)
+        return int(self.array.dtype.itemsize)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the elements."""
-        return int(self.data.nbytes)
+        return int(self.array.nbytes)
 
     @property
     def is_leaf(self) -> bool:
@@ -151,9 +174,9 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and not is_floating(self.data.dtype) and self.data.dtype.kind != "c":
+        if value and not is_floating(self.array.dtype) and self.array.dtype.kind != "c":
             raise DTypeError(
-                f"only floating point tensors can require gradients, got dtype {self.data.dtype}"
+                f"only floating point tensors can require gradients, got dtype {self.array.dtype}"
             )
         if not value and self._node is not None:
             raise AutogradError(
@@ -220,7 +243,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's data (and version counter), outside the graph."""
-        t = Tensor._wrap(self.data, self.device)
+        t = Tensor._wrap(self.array, self.device)
         t._version = self._version
         return t
 
@@ -237,31 +260,31 @@ class Tensor:
             raise AutogradError(
                 "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
             )
-        return self.device.backend.to_host(self.data)
+        return self.device.backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        arr = self.device.backend.to_host(self.data)
+        arr = self.device.backend.to_host(self.array)
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
         return arr.copy() if copy else arr
 
     def item(self) -> Any:
         """The single element as a Python number."""
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise ValueError(
-                f"item(): a tensor with {self.data.size} elements cannot be converted to a scalar"
+                f"item(): a tensor with {self.array.size} elements cannot be converted to a scalar"
             )
-        return self.device.backend.to_host(self.data).reshape(()).item()
+        return self.device.backend.to_host(self.array).reshape(()).item()
 
     def tolist(self) -> Any:
         """Nested Python lists of the elements."""
-        return self.device.backend.to_host(self.data).tolist()
+        return self.device.backend.to_host(self.array).tolist()
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.data.__dlpack__(*args, **kwargs)
+        return self.array.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self.data.__dlpack_device__()
+        return self.array.__dlpack_device__()
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""
@@ -313,13 +336,13 @@ class Tensor:
 
     # -- Python protocol -------------------------------------------------------------------------
     def __repr__(self) -> str:
-        body = np.array2string(self.device.backend.to_host(self.data), separator=", ",
+        body = np.array2string(self.device.backend.to_host(self.array), separator=", ",
                                precision=4, threshold=200, prefix="tensor(")
         extra = []
         if self.device.type != "cpu":
             extra.append(f"device='{self.device}'")
-        if self.data.dtype != np.float32 and self.data.dtype != np.int64 and self.data.dtype != np.bool_:
-            extra.append(f"dtype={self.data.dtype}")
+        if self.array.dtype != np.float32 and self.array.dtype != np.int64 and self.array.dtype != np.bool_:
+            extra.append(f"dtype={self.array.dtype}")
         if self._node is not None:
             extra.append(f"grad_fn=<{self._node.name}>")
         elif self._requires_grad:
@@ -327,19 +350,19 @@ class Tensor:
         return "tensor(" + body + "".join(", " + e for e in extra) + ")"
 
     def __len__(self) -> builtins.int:
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(_ops.unbind(self, 0))
 
     def __bool__(self) -> builtins.bool:
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise ValueError(
-                f"the truth value of a tensor with {self.data.size} elements is ambiguous; "
+                f"the truth value of a tensor with {self.array.size} elements is ambiguous; "
                 "use .any() or .all()"
             )
         return bool(self.item())
@@ -351,7 +374,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> builtins.int:
-        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+        if self.array.dtype.kind not in "iu" or self.array.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
 

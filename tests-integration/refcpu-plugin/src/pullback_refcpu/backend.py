@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pullback.device import Backend
+from pullback.backends import Backend
 
 _CALLS: Counter[str] = Counter()
 

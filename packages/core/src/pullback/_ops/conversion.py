@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.function import Function, FunctionCtx
-from ..device import Device
+from ..backends import Device
 from ..dispatch import apply
 from ..dtypes import to_dtype
 from ..registry import Op
@@ -24,7 +24,7 @@ def clone(x: Tensor) -> Tensor:
 
 def contiguous(x: Tensor) -> Tensor:
     """``x`` itself when C-contiguous, else a C-contiguous copy."""
-    flags = getattr(x.data, "flags", None)
+    flags = getattr(x.array, "flags", None)
     if flags is not None and flags.c_contiguous:
         return x
     return apply(COPY, x)
@@ -45,14 +45,14 @@ class _ToDevice(Function):
 
 def _transfer(x: Tensor, target: Device) -> Tensor:
     if x.device.type == target.type and x.device.type != "cpu":
-        arr = target.backend.from_host(x.device.backend.to_host(x.data), target.index or 0) \
-            if x.device.index != target.index else x.data
+        arr = target.backend.from_host(x.device.backend.to_host(x.array), target.index or 0) \
+            if x.device.index != target.index else x.array
     elif target.type == "cpu":
-        arr = x.device.backend.to_host(x.data)
+        arr = x.device.backend.to_host(x.array)
     elif x.device.type == "cpu":
-        arr = target.backend.from_host(x.data, target.index or 0)
+        arr = target.backend.from_host(x.array, target.index or 0)
     else:  # between two non-CPU backends: through the host
-        arr = target.backend.from_host(x.device.backend.to_host(x.data), target.index or 0)
+        arr = target.backend.from_host(x.device.backend.to_host(x.array), target.index or 0)
     return Tensor._wrap(arr, target)
 
 
@@ -79,7 +79,7 @@ def _parse_to(x: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
 def _device_names() -> set[str]:
     # Device types of known distributions count too, so that x.to("cuda") without pullback-cuda
     # says which package to install instead of "unknown dtype".
-    from ..device import _KNOWN_PROVIDERS, backends
+    from ..backends import _KNOWN_PROVIDERS, backends
 
     return set(backends()) | set(_KNOWN_PROVIDERS)
 

@@ -204,7 +204,7 @@ def normalize_key(x: Any, key: Any) -> tuple[tuple[Any, ...], bool]:
                 raise DeviceError(f"index: tensor on {x.device} indexed by a tensor on {k.device}")
             if k.dtype.kind not in "biu":
                 raise DTypeError(f"index: tensors used as indices must be integer or bool, got {k.dtype}")
-            out.append(k.data)
+            out.append(k.array)
             advanced = True
         elif isinstance(k, (list, np.ndarray)) or (isinstance(k, bool)):
             arr = np.asarray(k)
@@ -234,8 +234,8 @@ def _check_index(name: str, idx: Any) -> None:
 
 def _check_nonnegative(name: str, index: Any, x: Any, axis: int) -> None:
     """PyTorch's gather and scatter_add refuse negative indices (NumPy would wrap them)."""
-    if index.data.size:
-        low = int(index.data.min())
+    if index.array.size:
+        low = int(index.array.min())
         if low < 0:
             raise IndexOutOfRangeError(f"{name}: index {low} is out of range for axis {axis} "
                                        f"of size {x.shape[axis]} (negative indices are refused)")
@@ -331,8 +331,8 @@ def masked_fill(x: Any, mask: Any, value: Any) -> Any:
 def one_hot(indices: Any, num_classes: int = -1) -> Any:
     """One-hot int64 rows (``num_classes=-1``: one more than the largest index)."""
     _check_index("one_hot", indices)
-    if indices.data.size:
-        low, high = int(indices.data.min()), int(indices.data.max())
+    if indices.array.size:
+        low, high = int(indices.array.min()), int(indices.array.max())
         if num_classes < 0:
             num_classes = high + 1
         if low < 0 or high >= num_classes:

@@ -33,7 +33,7 @@ def _write(t: Tensor, result: Any, name: str) -> None:
         )
     xp = t.device.backend.xp
     try:
-        xp.copyto(t.data, result, casting="same_kind")
+        xp.copyto(t.array, result, casting="same_kind")
     except TypeError:
         raise DTypeError(
             f"{name}: result dtype {result.dtype} cannot be stored in place into a tensor of "
@@ -63,7 +63,7 @@ def inplace(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> 
             raise DTypeError(f"{name}: result dtype {result.dtype} != tensor dtype {t.dtype}")
         # Re-point instead of overwriting: arrays saved by earlier nodes stay intact, so the old
         # version counter is left alone and the tensor gets a fresh one for its new array.
-        t.data = result.data
+        t.array = result.array
         t._node = result._node
         t._requires_grad = result._requires_grad
         t._version = [0]
@@ -75,7 +75,7 @@ def inplace(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> 
             result = fn(t, *args, **kwargs)
         finally:
             state.grad_enabled = prev
-        _write(t, result.data, name)
+        _write(t, result.array, name)
     t._version[0] += 1
     return t
 
@@ -97,12 +97,12 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
             from ..errors import DeviceError
 
             raise DeviceError(f"__setitem__: tensor on {t.device}, value on {value.device}")
-        value = value.data
+        value = value.array
     elif not isinstance(value, (bool, int, float, complex)):
         # Lists and host arrays go to the tensor's device first (CuPy takes no NumPy values).
         value = t.device.backend.asarray(value, index=t.device.index or 0)
     try:
-        t.data[nkey] = value
+        t.array[nkey] = value
     except IndexError as exc:
         from ..errors import IndexOutOfRangeError
 
@@ -118,10 +118,10 @@ def copy_(t: Tensor, src: Any) -> Tensor:
     if isinstance(src, Tensor):
         if src.device is not t.device:
             src = src.to(t.device)
-        src = src.data
+        src = src.array
     xp = t.device.backend.xp
     try:
-        xp.copyto(t.data, xp.broadcast_to(xp.asarray(src), t.shape), casting="unsafe")
+        xp.copyto(t.array, xp.broadcast_to(xp.asarray(src), t.shape), casting="unsafe")
     except ValueError as exc:
         raise ShapeError(f"copy_: cannot copy shape {getattr(src, 'shape', ())} into "
                          f"{tuple(t.shape)} ({exc})") from None
@@ -132,7 +132,7 @@ def copy_(t: Tensor, src: Any) -> Tensor:
 def fill_(t: Tensor, value: Any) -> Tensor:
     """Fill ``t`` with a scalar; no graph."""
     _check_leaf(t, "fill_")
-    t.data[...] = value
+    t.array[...] = value
     t._version[0] += 1
     return t
 
@@ -144,6 +144,6 @@ def fill_random_(t: Tensor, kind: str, a: float, b: float) -> Tensor:
     _check_leaf(t, f"{kind}_")
     sample = uniform if kind == "uniform" else normal
     values = sample(a, b, size=tuple(t.shape), dtype=t.dtype, device=t.device)
-    t.data[...] = values.data
+    t.array[...] = values.array
     t._version[0] += 1
     return t

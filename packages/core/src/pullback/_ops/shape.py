@@ -106,7 +106,7 @@ def _shape_args(shape: Any) -> tuple[int, ...]:
 
 def reshape(x: Any, *shape: Any) -> Any:
     """Same elements in a new shape (one dimension may be -1)."""
-    target = _resolve_shape(_shape_args(shape), x.data.size, tuple(x.shape))
+    target = _resolve_shape(_shape_args(shape), x.array.size, tuple(x.shape))
     if target == tuple(x.shape):
         return x
     return apply(RESHAPE, x, shape=target)

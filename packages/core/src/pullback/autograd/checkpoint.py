@@ -10,13 +10,13 @@ from .function import Function, FunctionCtx
 
 
 def _rng_states() -> dict[str, Any]:
-    from ..device import backends
+    from ..backends import backends
 
     return {name: b.get_rng_state() for name, b in backends().items() if b.is_available()}
 
 
 def _set_rng_states(states: dict[str, Any]) -> None:
-    from ..device import backends
+    from ..backends import backends
 
     for name, b in backends().items():
         if name in states:

@@ -74,12 +74,12 @@ def _reaching(order: list[Any], wanted_nodes: set[Any], wanted_leaves: set[int])
 
 def _root_gradient(root: Tensor, gradient: Any, index: int) -> Any:
     if gradient is None:
-        if root.data.size != 1:
+        if root.array.size != 1:
             raise AutogradError(
                 f"grad can be implicitly created only for scalar outputs: output {index} has "
                 f"shape {tuple(root.shape)}; pass gradient= (a tensor of that shape)"
             )
-        return root.device.backend.xp.ones_like(root.data)
+        return root.device.backend.xp.ones_like(root.array)
     if isinstance(gradient, Tensor):
         g = gradient
     else:
@@ -121,7 +121,7 @@ def run_backward(
         if create_graph and not isinstance(g, Tensor):
             g = Tensor._wrap(g, root.device)
         elif not create_graph and isinstance(g, Tensor):
-            g = g.data.copy() if root._node is None else g.data
+            g = g.array.copy() if root._node is None else g.array
         root_grads.append((root._node if root._node is not None else root, g))
 
     wanted_nodes: set[Any] = set()
@@ -345,7 +345,7 @@ def _inputs_as_recorded(node: Node) -> tuple[Any, ...]:
     ins = []
     # Not None: run_backward checked args (no assert on this path).
     for a, arr, edge in zip(node.args, node.arrays, node.edges):  # type: ignore[arg-type]
-        if isinstance(a, Tensor) and a.data is not arr:
+        if isinstance(a, Tensor) and a.array is not arr:
             a = Tensor._wrap(arr, node.device)
             if edge is not None:
                 a._node, a._requires_grad = edge, True
@@ -359,12 +359,12 @@ def _output_hooks(node: Any, g: Any, create_graph: bool, device: Any) -> Any:
         for hook in node.hooks:
             result = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, device))
             if result is not None:
-                g = result if create_graph else result.data
+                g = result if create_graph else result.array
     if node.retained is not None:
         t = node.retained()
         if t is not None:
             new = g if isinstance(g, Tensor) else Tensor._wrap(g.copy(), t.device)
-            t.grad = new if t.grad is None else Tensor._wrap(t.grad.data + new.data, t.device)
+            t.grad = new if t.grad is None else Tensor._wrap(t.grad.array + new.array, t.device)
     return g
 
 
@@ -382,7 +382,7 @@ def _finish_leaves(
             for hook in tensor._hooks:
                 hooked = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, tensor.device))
                 if hooked is not None:
-                    g = hooked if create_graph else hooked.data
+                    g = hooked if create_graph else hooked.array
         if not accumulate:
             results[id(tensor)] = g
             continue
@@ -397,10 +397,10 @@ def _finish_leaves(
         old = tensor.grad
         if old is None:
             tensor.grad = Tensor._wrap(g, tensor.device)
-        elif old._node is None and old.data.shape == g.shape:
-            old.data += g
+        elif old._node is None and old.array.shape == g.shape:
+            old.array += g
         else:
-            tensor.grad = Tensor._wrap(old.data + g, tensor.device)
+            tensor.grad = Tensor._wrap(old.array + g, tensor.device)
     if accumulate:
         return None
     assert inputs is not None

@@ -94,13 +94,13 @@ class _SavedOutput:
     """A saved tensor that is also an output: kept as data + output index, so that the node does
     not reference its own output Tensor (no reference cycle)."""
 
-    __slots__ = ("data", "device", "index")
+    __slots__ = ("array", "device", "index")
 
     def __init__(self, t: Tensor, index: int) -> None:
-        self.data, self.device, self.index = t.data, t.device, index
+        self.array, self.device, self.index = t.array, t.device, index
 
     def unpack(self, node: FunctionNode | None) -> Tensor:
-        t = Tensor._wrap(self.data, self.device)
+        t = Tensor._wrap(self.array, self.device)
         t._node, t._requires_grad = OutputSlot(node, self.index), True
         return t
 
@@ -198,7 +198,7 @@ class FunctionNode:
                     f"{self.name}.backward returned a gradient of shape {tuple(r.shape)} for "
                     f"input {i} of shape {tuple(a.shape)}"
                 )
-            out.append(r if create_graph else r.data)
+            out.append(r if create_graph else r.array)
         return tuple(out), args
 
 
@@ -242,7 +242,7 @@ class Function:
                 new_outs.append(o)
                 continue
             if any(o is a for a in args):  # an input returned as is: give it its own identity
-                alias = Tensor._wrap(o.data, o.device)
+                alias = Tensor._wrap(o.array, o.device)
                 alias._version = o._version
                 o = alias
             o._node, o._requires_grad = OutputSlot(node, i), True

@@ -48,7 +48,7 @@ class AnomalyMode(DispatchMode):
         out = apply(op, *args, **attrs)
         if out.__class__ is not Tensor:
             return out
-        if not all_finite(out.data):
+        if not all_finite(out.array):
             self._check_forward(op, args, attrs, out)
         if out._node is not None:
             _remember_creation(out._node)
@@ -64,7 +64,7 @@ class AnomalyMode(DispatchMode):
         for index, g in enumerate(grads_out):
             if g is None:
                 continue
-            array = g.data if isinstance(g, Tensor) else g
+            array = g.array if isinstance(g, Tensor) else g
             if not all_finite(array):
                 raise _backward_error(node, grad_in, index, array)
         self._backward_node = None
@@ -72,12 +72,12 @@ class AnomalyMode(DispatchMode):
     # -- forward -------------------------------------------------------------------------------
     def _check_forward(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any],
                        out: Tensor) -> None:
-        if not _has_nan(out.data) and _given_inf(args, attrs):
+        if not _has_nan(out.array) and _given_inf(args, attrs):
             return  # an infinity carried forward (a -inf mask), not made here
         to_host = out.device.backend.to_host
         in_stats = [None if _array_of(a) is None else array_stats(_array_of(a), to_host)
                     for a in args]
-        raise _forward_error(op, args, attrs, array_stats(out.data, to_host), in_stats, to_host,
+        raise _forward_error(op, args, attrs, array_stats(out.array, to_host), in_stats, to_host,
                              self._running_backward())
 
     def _running_backward(self) -> Any:
@@ -103,7 +103,7 @@ def _has_nan(array: Any) -> bool:
 def _array_of(value: Any) -> Any:
     """The array behind an op argument (a Tensor's data, or a raw array), else None."""
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     return value if hasattr(value, "dtype") and hasattr(value, "shape") else None
 
 
@@ -149,7 +149,7 @@ def _forward_error(op: Op, args: tuple[Any, ...], attrs: dict[str, Any], out_sta
     lines = [f"{phase}: op '{op.name}' produced {what} {cause}",
              f"  output: {out_stats}"]
     for i, a in enumerate(args):
-        lines.append(f"  input {i}: {describe_value(a.data if isinstance(a, Tensor) else a, to_host)}")
+        lines.append(f"  input {i}: {describe_value(a.array if isinstance(a, Tensor) else a, to_host)}")
     shown = {k: v for k, v in attrs.items() if k != "key"}
     if shown:
         lines.append(f"  attributes: {shown}")
@@ -175,7 +175,7 @@ def _backward_error(node: Any, grad_in: Any, index: int, bad: Any) -> AnomalyErr
     bad_stats = array_stats(bad, to_host)
     what = "NaN" if bad_stats.nan else "Inf"
     incoming = list(grad_in) if isinstance(grad_in, list) else [grad_in]
-    incoming_stats = [None if g is None else array_stats(g.data if isinstance(g, Tensor) else g,
+    incoming_stats = [None if g is None else array_stats(g.array if isinstance(g, Tensor) else g,
                                                          to_host) for g in incoming]
     finite_in = all(s is None or s.finite for s in incoming_stats)
     if node.op is None:
@@ -191,7 +191,7 @@ def _backward_error(node: Any, grad_in: Any, index: int, bad: Any) -> AnomalyErr
         lines.append(f"  {label}: {s if s is not None else 'None'}")
     inputs = node.arrays if node.op is not None else node.args
     for i, a in enumerate(inputs or ()):
-        value = a.data if isinstance(a, Tensor) else a
+        value = a.array if isinstance(a, Tensor) else a
         lines.append(f"  forward input {i}: {describe_value(value, to_host)}")
     stack: Frames | None = (node.meta or {}).get(META_KEY)
     if stack is not None:

@@ -174,14 +174,14 @@ def _lr_and_adaptive(optimizer: Any, param: Any, lr: float) -> tuple[float, bool
 
 def _param_stats(name: str, layer: str, p: Any, lr: float, optimizer: Any) -> ParamStats:
     to_host = p.device.backend.to_host
-    w = to_host(p.data).astype(np.float64)
+    w = to_host(p.array).astype(np.float64)
     w_norm = float(np.sqrt((np.abs(w) ** 2).sum()))
     w_std = float(w.std()) if w.size else 0.0
     lr_p, adaptive = _lr_and_adaptive(optimizer, p, lr)
     shape = tuple(p.shape)
     if p.grad is None:
         return ParamStats(name, layer, shape, w_norm, w_std, None, None, True, lr_p, None)
-    g = to_host(p.grad.data).astype(np.float64)
+    g = to_host(p.grad.array).astype(np.float64)
     finite = bool(np.isfinite(g).all())
     g_norm = float(np.sqrt((np.abs(g) ** 2).sum())) if finite else float("nan")
     g_rms = g_norm / math.sqrt(max(g.size, 1))

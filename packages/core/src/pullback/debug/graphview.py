@@ -59,7 +59,7 @@ def _inputs(node: Any) -> list[_Input]:
     if node.args is None:
         return []
     is_function = node.op is None
-    arrays = [a.data if isinstance(a, Tensor) else a for a in node.args] if is_function \
+    arrays = [a.array if isinstance(a, Tensor) else a for a in node.args] if is_function \
         else node.arrays
     out = []
     for arg, array, edge in zip(node.args, arrays, node.edges):
@@ -83,7 +83,7 @@ def _inputs(node: Any) -> list[_Input]:
 def _grad_norm(t: Tensor | None) -> float | None:
     if t is None or t.grad is None:
         return None
-    g = t.grad.device.backend.to_host(t.grad.data)
+    g = t.grad.device.backend.to_host(t.grad.array)
     return float(math.sqrt(float((abs(g.astype("float64")) ** 2).sum())))
 
 

@@ -66,7 +66,7 @@ def _allocated(arrays: Any, known: Any) -> int:
         if a is None:
             continue
         if isinstance(a, Tensor):
-            a = a.data
+            a = a.array
         if getattr(a, "base", None) is not None or any(a is k for k in known):
             continue
         if any(a is s for s in seen):
@@ -111,9 +111,9 @@ class profile(DispatchMode):  # noqa: N801 - a context manager, named like torch
         if self.synchronize and out.device.type != "cpu":
             out.device.backend.synchronize(out.device.index or 0)
         end = perf_counter_ns()
-        arrays = [a.data for a in args if isinstance(a, Tensor)]
+        arrays = [a.array for a in args if isinstance(a, Tensor)]
         shapes = tuple(tuple(a.shape) for a in arrays) if self.record_shapes else None
-        self.events.append((op.name, FORWARD, start, end, _allocated((out.data,), arrays), shapes))
+        self.events.append((op.name, FORWARD, start, end, _allocated((out.array,), arrays), shapes))
         return out
 
     def on_backward_start(self, node: Any, grad_in: Any) -> None:
@@ -129,7 +129,7 @@ class profile(DispatchMode):  # noqa: N801 - a context manager, named like torch
             node.device.backend.synchronize(node.device.index or 0)
         end = perf_counter_ns()
         incoming = grad_in if isinstance(grad_in, list) else [grad_in]
-        known = [g.data if isinstance(g, Tensor) else g for g in incoming if g is not None]
+        known = [g.array if isinstance(g, Tensor) else g for g in incoming if g is not None]
         self.events.append((node.name + "_backward", BACKWARD, start, end,
                             _allocated(grads_out, known), None))
 

@@ -168,9 +168,9 @@ class LayerScale:
 
 
 def _host_float(t: Any) -> np.ndarray | None:
-    if not isinstance(t, Tensor) or t.dtype.kind not in "f" or t.data.size == 0:
+    if not isinstance(t, Tensor) or t.dtype.kind not in "f" or t.array.size == 0:
         return None
-    return t.device.backend.to_host(t.data).astype(np.float64)
+    return t.device.backend.to_host(t.array).astype(np.float64)
 
 
 def parameter_owners(model: Any) -> dict[str, str]:
@@ -278,7 +278,7 @@ class watch(DispatchMode):  # noqa: N801 - a context manager
             if stats is None:
                 stats = self.activations[key] = ActivationStats(site, op.name, key[2])
             to_host = x.device.backend.to_host
-            stats.add(to_host(x.data), to_host(out.data))
+            stats.add(to_host(x.array), to_host(out.array))
         return out
 
     def explain(self, lr: float = 1e-3, optimizer: Any = None) -> Any:

@@ -112,7 +112,7 @@ class PullbackFramework:
                     create_graph=create_graph, allow_unused=True)
 
     def to_host(self, t: Any) -> np.ndarray:
-        arr = t.device.backend.to_host(t.data)
+        arr = t.device.backend.to_host(t.array)
         return arr.astype(np.float32) if arr.dtype.name == "bfloat16" else arr
 
     def dtype_name(self, t: Any) -> str:

@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("--backend")
     if not name:
         return
-    from ..device import Device
+    from ..backends import Device
 
     Device(name)  # an unknown or missing backend fails here, with pullback's own message
     if config.args_source == pytest.Config.ArgsSource.ARGS:
@@ -88,7 +88,7 @@ def records(config: pytest.Config) -> tuple[OpRecord, ...]:
 @pytest.fixture(scope="session")
 def conformance_device(pytestconfig: pytest.Config) -> Any:
     """The :class:`~pullback.Device` under test (``--backend``)."""
-    from ..device import Device
+    from ..backends import Device
 
     name = pytestconfig.getoption("--backend")
     if not name:

@@ -65,7 +65,7 @@ def _flatten(out: Any) -> list[Tensor]:
 
 
 def _host(t: Tensor) -> np.ndarray:
-    return np.asarray(t.device.backend.to_host(t.data), dtype=np.float64)
+    return np.asarray(t.device.backend.to_host(t.array), dtype=np.float64)
 
 
 def _differentiable_outputs(outs: list[Tensor]) -> list[int]:
@@ -109,14 +109,14 @@ def _analytical_jacobians(outs: list[Tensor], selected: list[int], inputs: tuple
     """One Jacobian per input in ``wrt``, built from one backward per output element."""
     from ..creation import tensor
 
-    n_out = sum(outs[i].data.size for i in selected)
-    jacs = [np.zeros((inputs[j].data.size, n_out)) for j in wrt]
+    n_out = sum(outs[i].array.size for i in selected)
+    jacs = [np.zeros((inputs[j].array.size, n_out)) for j in wrt]
     col = 0
     for i in selected:
         out = outs[i]
-        for k in range(out.data.size):
+        for k in range(out.array.size):
             if out.requires_grad:
-                onehot = np.zeros(out.data.size)
+                onehot = np.zeros(out.array.size)
                 onehot[k] = 1
                 seed = tensor(onehot.reshape(out.shape), dtype=out.dtype, device=out.device)
                 grads = grad([out], [inputs[j] for j in wrt], grad_outputs=[seed],
@@ -144,7 +144,7 @@ def _unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _locate(col: int, outs: list[Tensor], selected: list[int]) -> tuple[int, tuple[int, ...]]:
     for i in selected:
-        size = outs[i].data.size
+        size = outs[i].array.size
         if col < size:
             return i, _unravel(col, tuple(outs[i].shape))
         col -= size
@@ -179,7 +179,7 @@ def compare_jacobians(fn: Callable[..., Any], inputs: Inputs, *, eps: float = 1e
         if outs[i].dtype != np.float64:
             raise DTypeError(f"gradcheck: output {i} is {outs[i].dtype}; finite differences "
                              "need float64 outputs")
-    n_out = sum(outs[i].data.size for i in selected)
+    n_out = sum(outs[i].array.size for i in selected)
     analytical = _analytical_jacobians(outs, selected, inputs, wrt)
     worst, message = 0.0, ""
     for j, ana in zip(wrt, analytical):

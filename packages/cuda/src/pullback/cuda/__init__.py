@@ -40,7 +40,7 @@ __all__ = [
 
 
 def _backend() -> Any:
-    from pullback.device import get_backend
+    from pullback.backends import get_backend
 
     return get_backend("cuda")
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, ContextManager
 
 import numpy as np
 
-from pullback.device import Backend
+from pullback.backends import Backend
 from pullback.errors import DeviceError
 
 from ._cupy import probe

@@ -14,7 +14,7 @@ import numpy as np
 
 import pullback as pb
 import pullback.optim as optim
-from pullback.device import Device
+from pullback.backends import Device
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig

@@ -325,7 +325,7 @@ class Module:
             for p in self.parameters():
                 moved = convert(p)
                 if moved is not p:
-                    p.data, p.device = moved.data, moved.device
+                    p.data = moved
                 if p.grad is not None:
                     p.grad = convert(p.grad)
             for m in self.modules():
@@ -474,7 +474,7 @@ def _check_name(module: Module, name: str, allow_digits: bool = False) -> None:
 
 
 def _is_dtype(a: Any) -> bool:
-    from pullback.device import Device
+    from pullback.backends import Device
 
     if isinstance(a, (Device, Tensor)):
         return False

@@ -98,7 +98,7 @@ def _restore_state(value: Any, p: Tensor, key: str, index: int, name: str) -> An
                 f"{tuple(value.shape)}, the parameter has shape {tuple(p.shape)}"
             )
         copy = empty_like(p)
-        copy.device.backend.xp.copyto(copy.data, value.to(p.device).data, casting="same_kind")
+        copy.device.backend.xp.copyto(copy.array, value.to(p.device).array, casting="same_kind")
         return copy
     if key == "step":
         return int(value)

@@ -53,11 +53,11 @@ class Adagrad(Optimizer):
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
         s1, s2 = scratch
         step = state["step"] = state["step"] + 1
-        g = effective_grad(xp, grad, p.data, group["weight_decay"], group["maximize"], s1)
-        total = state["sum"].data
+        g = effective_grad(xp, grad, p.array, group["weight_decay"], group["maximize"], s1)
+        total = state["sum"].array
         xp.multiply(g, g, out=s2)
         xp.add(total, s2, out=total)
         xp.sqrt(total, out=s2)
         xp.add(s2, group["eps"], out=s2)
         clr = group["lr"] / (1.0 + (step - 1) * group["lr_decay"])
-        add_ratio_(xp, p.data, g, s2, -clr, s2)
+        add_ratio_(xp, p.array, g, s2, -clr, s2)

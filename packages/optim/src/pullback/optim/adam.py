@@ -32,10 +32,10 @@ def moments_(xp: Any, p: Tensor, grad: Any, state: dict[str, Any], group: dict[s
     s1, s2 = scratch
     state["step"] += 1
     beta1, beta2 = group["betas"]
-    l2 = decay_weights_(xp, p.data, group)
-    g = effective_grad(xp, grad, p.data, l2, group["maximize"], s1)
-    lerp_(xp, state["exp_avg"].data, g, 1.0 - beta1, s2)
-    ema_square_(xp, state["exp_avg_sq"].data, g, beta2, s2)
+    l2 = decay_weights_(xp, p.array, group)
+    g = effective_grad(xp, grad, p.array, l2, group["maximize"], s1)
+    lerp_(xp, state["exp_avg"].array, g, 1.0 - beta1, s2)
+    ema_square_(xp, state["exp_avg_sq"].array, g, beta2, s2)
     return g
 
 
@@ -96,14 +96,14 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         step = state["step"]
         step_size = group["lr"] / (1.0 - beta1**step)
-        second = state["exp_avg_sq"].data
+        second = state["exp_avg_sq"].array
         if group["amsgrad"]:
-            second = xp.maximum(state["max_exp_avg_sq"].data, second,
-                                out=state["max_exp_avg_sq"].data)
+            second = xp.maximum(state["max_exp_avg_sq"].array, second,
+                                out=state["max_exp_avg_sq"].array)
         xp.sqrt(second, out=denom)
         xp.divide(denom, math.sqrt(1.0 - beta2**step), out=denom)
         xp.add(denom, group["eps"], out=denom)
-        add_ratio_(xp, p.data, state["exp_avg"].data, denom, -step_size, denom)
+        add_ratio_(xp, p.array, state["exp_avg"].array, denom, -step_size, denom)
 
 
 def _fused_cuda_step(p: Tensor, grad: Any, state: dict[str, Any], group: dict[str, Any]) -> bool:

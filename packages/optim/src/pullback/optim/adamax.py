@@ -50,12 +50,12 @@ class Adamax(Optimizer):
         s1, s2 = scratch
         state["step"] += 1
         beta1, beta2 = group["betas"]
-        g = effective_grad(xp, grad, p.data, group["weight_decay"], group["maximize"], s1)
-        exp_avg, exp_inf = state["exp_avg"].data, state["exp_inf"].data
+        g = effective_grad(xp, grad, p.array, group["weight_decay"], group["maximize"], s1)
+        exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
         lerp_(xp, exp_avg, g, 1.0 - beta1, s2)
         xp.multiply(exp_inf, beta2, out=exp_inf)
         xp.abs(g, out=s2)
         xp.add(s2, group["eps"], out=s2)
         xp.maximum(exp_inf, s2, out=exp_inf)
         step_size = group["lr"] / (1.0 - beta1 ** state["step"])
-        add_ratio_(xp, p.data, exp_avg, exp_inf, -step_size, s2)
+        add_ratio_(xp, p.array, exp_avg, exp_inf, -step_size, s2)

@@ -58,7 +58,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     if not grads:
         return tensor(0.0)
     xp = grads[0].device.backend.xp
-    norms = xp.stack([xp.linalg.norm(g.data.reshape(-1), norm_type) for g in grads])
+    norms = xp.stack([xp.linalg.norm(g.array.reshape(-1), norm_type) for g in grads])
     total = xp.linalg.norm(norms, norm_type)
     total_value = float(total)
     if error_if_nonfinite and not math.isfinite(total_value):
@@ -70,7 +70,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     coef = float(max_norm) / (total_value + 1e-6)
     if not coef >= 1.0:  # scaling by 1.0 would change nothing; NaN still propagates
         for g in grads:
-            xp.multiply(g.data, coef, out=g.data)
+            xp.multiply(g.array, coef, out=g.array)
             mark_modified(g)
     return tensor(total, device=grads[0].device)
 
@@ -89,5 +89,5 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -
             f"clip_grad_value_: clip_value must be >= 0, got {clip_value!r}"
         )
     for g in _grads(parameters, "clip_grad_value_"):
-        g.device.backend.xp.clip(g.data, -clip_value, clip_value, out=g.data)
+        g.device.backend.xp.clip(g.array, -clip_value, clip_value, out=g.array)
         mark_modified(g)

@@ -52,7 +52,7 @@ class Lion(Optimizer):
     def _update(self, xp: Any, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
         s1, s2 = scratch
-        param, exp_avg = p.data, state["exp_avg"].data
+        param, exp_avg = p.array, state["exp_avg"].array
         beta1, beta2 = group["betas"]
         lr, weight_decay = group["lr"], group["weight_decay"]
         if weight_decay != 0:

@@ -62,9 +62,9 @@ class NAdam(Optimizer):
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
         mu_product = state["mu_product"] = state["mu_product"] * mu
-        xp.divide(state["exp_avg_sq"].data, 1.0 - beta2**step, out=denom)
+        xp.divide(state["exp_avg_sq"].array, 1.0 - beta2**step, out=denom)
         xp.sqrt(denom, out=denom)
         xp.add(denom, group["eps"], out=denom)
-        add_ratio_(xp, p.data, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product), s1)
-        add_ratio_(xp, p.data, state["exp_avg"].data, denom,
+        add_ratio_(xp, p.array, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product), s1)
+        add_ratio_(xp, p.array, state["exp_avg"].array, denom,
                    -lr * mu_next / (1.0 - mu_product * mu_next), s1)

@@ -32,7 +32,7 @@ def mark_modified(*tensors: Tensor) -> None:
 
     Bumps each tensor's version counter, so that a graph which saved the tensor for backward
     raises a clear error instead of using the new values. Call it after writing into
-    ``t.data`` directly (every optimizer step and gradient clip does).
+    ``t.array`` directly (every optimizer step and gradient clip does).
     """
     for t in tensors:
         t._version[0] += 1
@@ -76,7 +76,7 @@ class Optimizer:
 
     def _update(self, xp: Any, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
-        """Apply one step to ``p.data`` in place, given the gradient array ``grad``.
+        """Apply one step to ``p.array`` in place, given the gradient array ``grad``.
 
         ``xp`` is the array namespace; ``scratch`` two arrays shaped like ``p`` that the update
         may overwrite. ``grad`` must not be written (it is the user's ``p.grad``).
@@ -99,7 +99,7 @@ class Optimizer:
                 grad = p.grad
                 if grad is None:
                     continue
-                grad, data, device = grad.data, p.data, p.device
+                grad, data, device = grad.array, p.array, p.device
                 if grad.shape != data.shape:
                     raise ShapeError(
                         f"{type(self).__name__}.step: a parameter of shape {tuple(data.shape)} "
@@ -125,7 +125,7 @@ class Optimizer:
                 elif not grad.is_leaf:  # built with create_graph: cut it from its graph
                     p.grad = zeros_like(grad)
                 else:
-                    grad.data.fill(0)
+                    grad.array.fill(0)
                     mark_modified(grad)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:

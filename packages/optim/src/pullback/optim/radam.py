@@ -62,13 +62,13 @@ class RAdam(Optimizer):
         rho_inf = 2.0 / (1.0 - beta2) - 1.0
         rho_t = rho_inf - 2.0 * step * beta2**step / bias_correction2
         step_size = group["lr"] / bias_correction1
-        exp_avg = state["exp_avg"].data
+        exp_avg = state["exp_avg"].array
         if rho_t > 5.0:
             rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
                              / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-            xp.sqrt(state["exp_avg_sq"].data, out=s2)
+            xp.sqrt(state["exp_avg_sq"].array, out=s2)
             xp.add(s2, group["eps"], out=s2)
-            add_ratio_(xp, p.data, exp_avg, s2, -step_size * rect * math.sqrt(bias_correction2),
+            add_ratio_(xp, p.array, exp_avg, s2, -step_size * rect * math.sqrt(bias_correction2),
                        s2)
         else:
-            add_scaled_(xp, p.data, exp_avg, -step_size, s2)
+            add_scaled_(xp, p.array, exp_avg, -step_size, s2)

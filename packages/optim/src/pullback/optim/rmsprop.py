@@ -58,11 +58,11 @@ class RMSprop(Optimizer):
         s1, denom = scratch
         state["step"] += 1
         alpha = group["alpha"]
-        g = effective_grad(xp, grad, p.data, group["weight_decay"], group["maximize"], s1)
-        square_avg = state["square_avg"].data
+        g = effective_grad(xp, grad, p.array, group["weight_decay"], group["maximize"], s1)
+        square_avg = state["square_avg"].array
         ema_square_(xp, square_avg, g, alpha, denom)
         if group["centered"]:
-            grad_avg = state["grad_avg"].data
+            grad_avg = state["grad_avg"].array
             lerp_(xp, grad_avg, g, 1.0 - alpha, denom)
             xp.multiply(grad_avg, grad_avg, out=denom)
             xp.subtract(square_avg, denom, out=denom)
@@ -71,9 +71,9 @@ class RMSprop(Optimizer):
             xp.sqrt(square_avg, out=denom)
         xp.add(denom, group["eps"], out=denom)
         if group["momentum"] > 0:
-            buf = state["momentum_buffer"].data
+            buf = state["momentum_buffer"].array
             xp.multiply(buf, group["momentum"], out=buf)
             add_ratio_(xp, buf, g, denom, 1.0, denom)
-            add_scaled_(xp, p.data, buf, -group["lr"], denom)
+            add_scaled_(xp, p.array, buf, -group["lr"], denom)
         else:
-            add_ratio_(xp, p.data, g, denom, -group["lr"], denom)
+            add_ratio_(xp, p.array, g, denom, -group["lr"], denom)

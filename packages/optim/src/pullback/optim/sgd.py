@@ -59,7 +59,7 @@ class SGD(Optimizer):
 
     def _update(self, xp: Any, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
-        param = p.data
+        param = p.array
         s1, s2 = scratch
         momentum = group["momentum"]
         d = effective_grad(xp, grad, param, group["weight_decay"], group["maximize"], s1)
@@ -67,10 +67,10 @@ class SGD(Optimizer):
             buf = state.get("momentum_buffer")
             if buf is None:  # PyTorch's first step: the buffer is a copy of the gradient
                 state["momentum_buffer"] = empty_like(p)
-                buf = state["momentum_buffer"].data
+                buf = state["momentum_buffer"].array
                 xp.copyto(buf, d)
             else:
-                buf = buf.data
+                buf = buf.array
                 xp.multiply(buf, momentum, out=buf)
                 add_scaled_(xp, buf, d, 1.0 - group["dampening"], s2)
             if group["nesterov"]:

@@ -95,7 +95,7 @@ class PullbackFactory:
     """pullback tensors on ``device``: made on the CPU, then moved with ``.to(device)``."""
 
     def __init__(self, device: Any = "cpu") -> None:
-        from ...device import Device
+        from ...backends import Device
 
         self.device = Device(device)
 

@@ -61,7 +61,7 @@ class CustomKernel:
         return impl(*arrays, **attrs)
 
     def _build(self) -> Callable[..., Any]:
-        from pullback.device import get_backend
+        from pullback.backends import get_backend
         from pullback.registry import get_op
 
         backend = get_backend(self.backend)

@@ -21,7 +21,7 @@ def adam_grid(n: int) -> int:
 
 def _array(x: Any) -> Any:
     """The backend array of a Tensor; arrays pass through."""
-    return x.data if isinstance(x, Tensor) else x
+    return x.array if isinstance(x, Tensor) else x
 
 
 def _is_cupy(x: Any) -> bool:

@@ -133,7 +133,7 @@ def matmul(a: Any, b: Any) -> Any:
         return NotImplemented  # the generic kernel raises NumPy's error
     a, la = readable(cupy, a, batch_shape)
     b, lb = readable(cupy, b, batch_shape)
-    aligned = a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
+    aligned = a.array.ptr % 16 == 0 and b.array.ptr % 16 == 0
     plan = plan_matmul(a.shape, la, b.shape, lb, a.dtype.name, aligned)
     if plan is None:
         return NotImplemented

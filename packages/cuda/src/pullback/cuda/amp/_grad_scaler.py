@@ -186,8 +186,8 @@ def _unscale_grads(optimizer: Any, inv_scale: float) -> bool:
             backend = g.device.backend
             xp = backend.xp
             with backend.device_scope(g.device.index or 0):
-                xp.multiply(g.data, inv_scale, out=g.data)
-                flags.setdefault(g.device, []).append(xp.isfinite(g.data).all())
+                xp.multiply(g.array, inv_scale, out=g.array)
+                flags.setdefault(g.device, []).append(xp.isfinite(g.array).all())
             g._version[0] += 1  # written in place: a graph that saved it must notice
     found_inf = False
     for device, finite in flags.items():

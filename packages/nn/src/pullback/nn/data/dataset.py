@@ -43,7 +43,7 @@ class TensorDataset(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> tuple[Tensor, ...]:
         idx = np.asarray(indices, dtype=np.int64)
-        return tuple(Tensor._wrap(t.data[t.device.backend.asarray(idx)], t.device)
+        return tuple(Tensor._wrap(t.array[t.device.backend.asarray(idx)], t.device)
                      for t in self.tensors)
 
     def __len__(self) -> int:

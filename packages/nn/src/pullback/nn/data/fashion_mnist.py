@@ -68,11 +68,11 @@ class MNISTFormat(Dataset):
         return self.data.shape[0]
 
     def _images(self, index: Any) -> Tensor:
-        pixels = self.data.data[index].astype(np.float32) / 255.0
+        pixels = self.data.array[index].astype(np.float32) / 255.0
         return pullback.from_numpy(pixels[..., None, :, :])
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
-        image, label = self._images(int(index)), int(self.targets.data[index])
+        image, label = self._images(int(index)), int(self.targets.array[index])
         if self.transform is not None:
             image = self.transform(image)
         if self.target_transform is not None:
@@ -85,7 +85,7 @@ class MNISTFormat(Dataset):
 
             return default_collate([self[i] for i in indices])
         idx = np.asarray(indices, dtype=np.int64)
-        return self._images(idx), pullback.from_numpy(self.targets.data[idx])
+        return self._images(idx), pullback.from_numpy(self.targets.array[idx])
 
 
 class FashionMNIST(MNISTFormat):

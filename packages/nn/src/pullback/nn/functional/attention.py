@@ -24,7 +24,7 @@ def mask_to_bias(mask: Tensor, like: Tensor, true_means_keep: bool, where: str) 
     ``scaled_dot_product_attention``) or positions that are masked out (``MultiheadAttention``).
     """
     if mask.dtype.kind == "b":
-        blocked = ~mask.data if true_means_keep else mask.data
+        blocked = ~mask.array if true_means_keep else mask.array
         bias = np.where(blocked, -np.inf, 0.0).astype(like.dtype)
         return Tensor._wrap(like.device.backend.asarray(bias), like.device)
     if mask.dtype.kind not in "fV":

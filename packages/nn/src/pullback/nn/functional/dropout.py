@@ -11,7 +11,7 @@ from pullback.tensor import Tensor
 def keep_mask(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
     """A tensor of ``1/(1-p)`` (kept, with probability ``1-p``) and ``0`` (dropped)."""
     u = pullback.rand(*shape, dtype="float32", device=like.device)
-    keep = (u.data >= p).astype(like.dtype) * like.dtype.type(1.0 / (1.0 - p))
+    keep = (u.array >= p).astype(like.dtype) * like.dtype.type(1.0 / (1.0 - p))
     return Tensor._wrap(keep.astype(like.dtype, copy=False), like.device)
 
 

@@ -17,7 +17,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     expect_integer("embedding", input)
     num = weight.shape[0]
     if input.numel():
-        low, high = int(input.data.min()), int(input.data.max())
+        low, high = int(input.array.min()), int(input.array.max())
         if low < 0 or high >= num:
             raise IndexOutOfRangeError(
                 f"embedding: index {low if low < 0 else high} is out of range for "

@@ -97,7 +97,7 @@ def _class_targets(where: str, input: Tensor, target: Tensor, ignore_index: int)
         raise ShapeError(f"{where}: input of shape {tuple(input.shape)} needs a target of shape "
                          f"{expected}, got {tuple(target.shape)}")
     flat = target.reshape(-1)
-    data = flat.data[flat.data != ignore_index]
+    data = flat.array[flat.array != ignore_index]
     c = input.shape[1]
     if data.size and (int(data.min()) < 0 or int(data.max()) >= c):
         bad = int(data.min()) if int(data.min()) < 0 else int(data.max())
@@ -109,12 +109,12 @@ def _class_targets(where: str, input: Tensor, target: Tensor, ignore_index: int)
 def _target_weights(weight: Tensor | None, flat_target: Tensor, ignore_index: int,
                     like: Tensor) -> Tensor:
     """Per-row weight ``weight[target]`` (1 without weights), 0 on ignored rows."""
-    valid = flat_target.data != ignore_index
+    valid = flat_target.array != ignore_index
     if weight is None:
         w = valid.astype(like.dtype)
     else:
-        safe = np.where(valid, flat_target.data, 0)
-        w = np.where(valid, weight.detach().data[safe], 0).astype(like.dtype)
+        safe = np.where(valid, flat_target.array, 0)
+        w = np.where(valid, weight.detach().array[safe], 0).astype(like.dtype)
     return Tensor._wrap(like.device.backend.asarray(w), like.device)
 
 
@@ -160,7 +160,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         logp = log_softmax(logits, dim=1)
         if weight is not None:
             logp = logp * weight.detach()
-        valid = Tensor._wrap(flat_target.data != ignore_index, input.device)
+        valid = Tensor._wrap(flat_target.array != ignore_index, input.device)
         smooth = pullback.where(valid, -logp.sum(axis=1), 0.0)
     if reduction == "none":
         loss = nll * (1 - label_smoothing) if smooth is not None else nll
@@ -174,7 +174,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return total
     if row_weight is None:
         row_weight = _target_weights(None, flat_target, ignore_index, input)
-    return total / float(row_weight.data.sum())
+    return total / float(row_weight.array.sum())
 
 
 def _soft_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
@@ -202,8 +202,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return loss[0] if reduction == "none" else loss
     flat_target = _class_targets(where, input, target, ignore_index)
     logp = _classes_last(input)
-    valid = flat_target.data != ignore_index
-    safe = Tensor._wrap(np.where(valid, flat_target.data, 0).reshape(-1, 1), input.device)
+    valid = flat_target.array != ignore_index
+    safe = Tensor._wrap(np.where(valid, flat_target.array, 0).reshape(-1, 1), input.device)
     picked = pullback.take_along_axis(logp, safe, axis=1).reshape(-1)
     row_weight = _target_weights(weight, flat_target, ignore_index, input)
     loss = -picked * row_weight
@@ -211,7 +211,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return loss.reshape(tuple(target.shape))
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / float(row_weight.data.sum())
+    return loss.sum() / float(row_weight.array.sum())
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -221,7 +221,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     where = "binary_cross_entropy"
     _check_reduction(where, reduction)
     _same_shape(where, input, target)
-    data = input.data
+    data = input.array
     if data.size and (float(data.min()) < 0 or float(data.max()) > 1):
         raise ValueError(f"{where}: input values must be probabilities in [0, 1], got range "
                          f"[{float(data.min())}, {float(data.max())}]")
@@ -287,7 +287,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
         elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
             raise ShapeError(f"{where}: var of shape {tuple(var.shape)} fits neither input "
                              f"{tuple(input.shape)} nor one variance per row")
-    if var.numel() and float(var.data.min()) < 0:
+    if var.numel() and float(var.array.min()) < 0:
         raise ValueError(f"{where}: var has negative entries")
     # Clamp the value only: PyTorch clamps a copy under no_grad, so d(loss)/d(var) is taken at
     # the clamped value and passed straight through.
