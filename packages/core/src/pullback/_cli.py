@@ -17,6 +17,7 @@ from typing import Any
 
 from . import __version__, hookspecs, plugins
 from .backends import backends
+from .cli import add_debug_option, run_command
 
 # The order in which a plugin's registrations are listed.
 _KINDS = ("backends", "ops", "kernels", "rules", "graph_passes", "exporters")
@@ -118,13 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pullback`` console script and of ``python -m pullback``."""
     parser = argparse.ArgumentParser(prog="pullback", description="pullback's command line.")
     parser.add_argument("--version", action="version", version=f"pullback {__version__}")
+    add_debug_option(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = commands.add_parser(
         "plugins", help="list installed pullback distributions and what each registered")
     listing.add_argument("--json", action="store_true", help="print the report as JSON")
     listing.add_argument("-v", "--verbose", action="store_true",
                          help="list every registered name instead of the first few")
+    add_debug_option(listing)
     args = parser.parse_args(argv)
+    return run_command(lambda: _plugins(args), "pullback", getattr(args, "debug", False))
+
+
+def _plugins(args: argparse.Namespace) -> int:
     report = plugins_report()
     if args.json:
         json.dump(report, sys.stdout, indent=2)
