@@ -142,8 +142,8 @@ def npu_provider(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_a_device_type_of_an_uninstalled_package_names_the_package(npu_provider: Any) -> None:
     npu_provider("pullback-npu-not-installed")
-    message = "device type 'npu' is provided by pullback-npu-not-installed: pip install " \
-              "pullback-npu-not-installed"
+    message = "device type 'npu' is provided by pullback-npu-not-installed, which is not " \
+              "installed: pip install pullback-npu-not-installed"
     for make in (lambda: pb.Device("npu:1"), lambda: pb.ones(2, device="npu"),
                  lambda: pb.ones(2).to("npu")):
         with pytest.raises(MissingPackageError, match=message):

@@ -247,7 +247,8 @@ def test_device_mismatch_names_both_devices():
 def test_missing_cuda_package_names_distribution():
     if "cuda" in pb.backends.backends():
         pytest.skip("pullback-cuda is installed here")
-    with pytest.raises(pb.errors.MissingPackageError, match="pip install pullback-cuda"):
+    with pytest.raises(pb.errors.MissingPackageError,
+                       match="provided by pullback-cuda, which is not installed: pip install"):
         pb.zeros(2, device="cuda")
 
 

@@ -46,9 +46,11 @@ from .registry import Op, get_op  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .plugins import load_plugins as _load_plugins  # noqa: E402
+from ._install_hint import install_missing_subpackage_finder as _install_finder  # noqa: E402
 
 bool = bool_  # noqa: A001 - pullback.bool, as torch.bool
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 
 _load_plugins()
+_install_finder()

@@ -154,6 +154,7 @@ def _provider_error(kind: str, provider: str) -> PullbackError:
     load, or installed but not loaded (disabled, or a version without that backend)."""
     from importlib import metadata
 
+    from ._install_hint import missing_distribution_message
     from .plugins import failed
 
     for record in failed().values():
@@ -165,9 +166,7 @@ def _provider_error(kind: str, provider: str) -> PullbackError:
     try:
         version = metadata.version(provider)
     except metadata.PackageNotFoundError:
-        return MissingPackageError(
-            f"device type '{kind}' is provided by {provider}: pip install {provider}"
-        )
+        return MissingPackageError(missing_distribution_message(f"device type '{kind}'", provider))
     return DeviceError(
         f"device type '{kind}' is provided by {provider}, which is installed ({version}) but "
         f"registered no '{kind}' backend (plugin disabled by PULLBACK_DISABLE_PLUGINS or "
