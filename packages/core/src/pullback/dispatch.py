@@ -14,14 +14,16 @@ Modes (:class:`DispatchMode`) form a per-thread stack. While a mode is active ev
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from .graph import Node
 from .errors import DeviceError, PullbackError
 from .registry import OPS, Op
 from .tensor import INFERENCE_VERSION, Tensor
+from .promotion import promote
 
 _GRAD_KINDS = frozenset("fcV")  # float, complex, and ml_dtypes' bfloat16 ("V")
+_FLOAT_KINDS = "fcV"  # the kinds a float-valued op keeps
 
 
 class _ThreadState(threading.local):
@@ -41,7 +43,15 @@ class DispatchMode:
 
     Subclasses override :meth:`dispatch` and, when they care about backward, :meth:`on_backward`.
     Use a mode as a context manager, or with :func:`push_mode`/:func:`pop_mode`.
+
+    Attributes:
+        records_backward: while a mode with this set is active, a first-order backward runs its
+            grad rules on Tensors through :func:`apply` (with the forward's saved values, as
+            on raw arrays, and no graph of the backward), so the mode sees every op of the
+            backward pass (the compiler's tracer records them).
     """
+
+    records_backward = False
 
     def dispatch(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
         """Handle one op. The default passes it on to the modes below (and the kernels)."""
@@ -56,6 +66,16 @@ class DispatchMode:
     def on_function_node(self, node: Any) -> None:
         """Called when a user-defined Function records its node (op nodes are seen in
         :meth:`dispatch`, as the output's ``_node``)."""
+
+    def on_host_read(self, tensor: Tensor, what: str) -> None:
+        """Called before a Tensor's values are read into Python (``what`` is ``"item()"``,
+        ``"bool()"``, ``"tolist()"``, ``"numpy()"``...): a tracer cannot record what Python
+        does with them."""
+
+    def array_update(self, update: Callable[[Callable[[Any], Any]], None]) -> None:
+        """Run code that updates backend arrays in place outside any graph (an optimizer's
+        step): see :func:`run_array_update`. The default passes it to the modes below."""
+        run_array_update(update)
 
     def __enter__(self) -> DispatchMode:
         push_mode(self)
@@ -84,6 +104,36 @@ def active_modes() -> tuple[DispatchMode, ...]:
     return tuple(state.modes)
 
 
+def run_array_update(update: Callable[[Callable[[Any], Any]], None]) -> None:
+    """Run ``update(namespace_of)``, code that writes backend arrays in place outside any graph
+    (an optimizer's step), where ``namespace_of(device)`` is the array namespace to compute with.
+
+    Without a mode it is the device's backend namespace (NumPy, CuPy). The innermost active mode
+    may lend another one (:meth:`DispatchMode.array_update`): the compiler's tracer records the
+    update's operations, then re-runs its Python alone at each call of the compiled step, so
+    that its Python state (step counts, learning rates) advances as in eager mode.
+    """
+    st = state
+    if st.modes:
+        mode = st.modes.pop()
+        try:
+            mode.array_update(update)
+        finally:
+            st.modes.append(mode)
+        return
+    update(_backend_namespace)
+
+
+def _backend_namespace(device: Any) -> Any:
+    return device.backend.xp
+
+
+def notify_host_read(tensor: Tensor, what: str) -> None:
+    """Tell the active modes that ``tensor``'s values are about to be read into Python."""
+    for mode in tuple(state.modes):
+        mode.on_host_read(tensor, what)
+
+
 def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
     """Run ``op`` on ``args`` (Tensors and Python scalars) with keyword attributes ``attrs``.
 
@@ -97,30 +147,49 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         finally:
             st.modes.append(mode)
 
-    device = None
-    requires_grad = False
+    device = dtype = None
+    requires_grad = mixed = float_number = False
     arrays = []
     for a in args:
         if isinstance(a, Tensor):
+            arr = a.array
             if device is None:
                 device = a.device
+                dtype = arr.dtype
             elif a.device is not device:
                 raise _device_mismatch(op, args)
-            arrays.append(a.array)
+            elif arr.dtype is not dtype:
+                mixed = True
+            arrays.append(arr)
             if a._requires_grad:
                 requires_grad = True
         else:
+            if a.__class__ is float:
+                float_number = True
             arrays.append(a)
     if device is None:
         from .tensor import default_device
 
         device = default_device()
+    # Type promotion (see pullback.promotion): consulted only when a dtype could change.
+    rule = op.promotion
+    if rule is not None and (mixed or ((float_number or rule.to_float) and dtype is not None
+                                       and dtype.kind not in _FLOAT_KINDS)):
+        promoted = promote(op, args, arrays)
+        if promoted is not None:
+            args, arrays = promoted
 
     kernel = op.kernels.get(device.type) or op.kernel_for(device.type)
     try:
         out = kernel(*arrays, **attrs)
     except PullbackError:
         raise
+    except OverflowError:
+        # A Python int outside an integer tensor's range (int8 + 1000): PyTorch wraps it.
+        promoted = promote(op, args, arrays) if rule is not None else None
+        if promoted is None:
+            raise
+        return apply(op, *promoted[0], **attrs)
     except Exception as exc:
         from ._kernel_errors import kernel_error
 
@@ -129,6 +198,8 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
     if op.aux:
         out, saved = out
     if out.__class__ is not device.array_type:
+        if out.__class__ is tuple:  # several outputs (first-order backward ops): no graph node
+            return _wrap_outputs(out, device)  # type: ignore[return-value]
         out = device.backend.asarray(out, index=device.index or 0)
 
     t = Tensor.__new__(Tensor)
@@ -160,6 +231,14 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         if st.inference:
             t._version = INFERENCE_VERSION
     return t
+
+
+def _wrap_outputs(outs: tuple[Any, ...], device: Any) -> tuple[Tensor | None, ...]:
+    """The outputs of a multi-output kernel as Tensors outside the graph (``None`` kept)."""
+    index = device.index or 0
+    return tuple(None if o is None else Tensor._wrap(
+        o if o.__class__ is device.array_type else device.backend.asarray(o, index=index), device)
+        for o in outs)
 
 
 def _shares_memory(device: Any, out: Any, data: Any) -> bool:
@@ -252,8 +331,17 @@ class TensorNamespace:
         return call
 
 
+class FirstOrderTensorNamespace(TensorNamespace):
+    """Op namespace over Tensors with first-order semantics (``differentiable`` is False: rules
+    take their fast paths, using the forward's saved values). The engine uses it for a
+    first-order backward while a mode that :attr:`~DispatchMode.records_backward` is active."""
+
+    differentiable = False
+
+
 _raw_namespaces: dict[str, RawNamespace] = {}
 tensor_namespace = TensorNamespace()
+first_order_tensor_namespace = FirstOrderTensorNamespace()
 
 
 def raw_namespace(backend_name: str) -> RawNamespace:

@@ -256,6 +256,8 @@ class Tensor:
     # -- conversion ------------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (shared memory on the CPU)."""
+        if _dispatch_state.modes:
+            notify_host_read(self, "numpy()")
         if self._requires_grad:
             raise AutogradError(
                 "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
@@ -263,6 +265,8 @@ class Tensor:
         return self.device.backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if _dispatch_state.modes:
+            notify_host_read(self, "__array__() (numpy.asarray)")
         arr = self.device.backend.to_host(self.array)
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
@@ -270,6 +274,12 @@ class Tensor:
 
     def item(self) -> Any:
         """The single element as a Python number."""
+        return self._scalar("item()")
+
+    def _scalar(self, what: str) -> Any:
+        """The single element as a Python number, read by ``what`` (for the modes' sake)."""
+        if _dispatch_state.modes:
+            notify_host_read(self, what)
         if self.array.size != 1:
             raise ValueError(
                 f"item(): a tensor with {self.array.size} elements cannot be converted to a scalar"
@@ -278,6 +288,8 @@ class Tensor:
 
     def tolist(self) -> Any:
         """Nested Python lists of the elements."""
+        if _dispatch_state.modes:
+            notify_host_read(self, "tolist()")
         return self.device.backend.to_host(self.array).tolist()
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
@@ -365,18 +377,18 @@ class Tensor:
                 f"the truth value of a tensor with {self.array.size} elements is ambiguous; "
                 "use .any() or .all()"
             )
-        return bool(self.item())
+        return bool(self._scalar("bool()"))
 
     def __float__(self) -> builtins.float:
-        return float(self.item())
+        return float(self._scalar("float()"))
 
     def __int__(self) -> builtins.int:
-        return int(self.item())
+        return int(self._scalar("int()"))
 
     def __index__(self) -> builtins.int:
         if self.array.dtype.kind not in "iu" or self.array.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
-        return int(self.item())
+        return int(self._scalar("__index__()"))
 
     __hash__ = object.__hash__
 
@@ -581,6 +593,7 @@ def _install_methods() -> None:
 # Imported last: the op modules need the Tensor class defined above.
 from . import _ops  # noqa: E402
 from ._ops import elementwise as _E  # noqa: E402
-from .dispatch import apply  # noqa: E402
+from .dispatch import apply, notify_host_read  # noqa: E402
+from .dispatch import state as _dispatch_state  # noqa: E402
 
 _install_methods()

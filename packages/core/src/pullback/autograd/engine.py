@@ -2,7 +2,9 @@
 
 First-order backward runs each grad rule on raw arrays through the backend's
 :class:`~pullback.dispatch.RawNamespace`; ``create_graph=True`` runs the same rules on Tensors,
-so the gradients are themselves differentiable.
+so the gradients are themselves differentiable. While a mode that records backward is active
+(the compiler's tracer), a first-order backward runs its rules on Tensors too, through dispatch,
+with first-order semantics: the mode sees each op, and no graph of the backward is built.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Sequence
 
-from ..dispatch import raw_namespace, state, tensor_namespace
+from ..dispatch import first_order_tensor_namespace, raw_namespace, state, tensor_namespace
 from ..errors import AutogradError, ShapeError
 from ..tensor import Tensor
 from ..graph import Node, OutputSlot
@@ -107,6 +109,8 @@ def run_backward(
     With ``accumulate`` the results go into the ``.grad`` of leaves (only those in ``inputs``
     when given); otherwise the gradients of ``inputs`` are returned (``None`` where unreached).
     """
+    # Gradients are Tensors under create_graph, and while a mode records the backward's ops.
+    on_tensors = create_graph or any(m.records_backward for m in state.modes)
     root_grads: list[tuple[Any, Any]] = []  # (node or leaf tensor, gradient)
     for i, (root, gradient) in enumerate(zip(roots, gradients)):
         if not isinstance(root, Tensor):
@@ -118,9 +122,9 @@ def run_backward(
                 "tensors without requires_grad=True?)"
             )
         g = _root_gradient(root, gradient, i)
-        if create_graph and not isinstance(g, Tensor):
+        if on_tensors and not isinstance(g, Tensor):
             g = Tensor._wrap(g, root.device)
-        elif not create_graph and isinstance(g, Tensor):
+        elif not on_tensors and isinstance(g, Tensor):
             g = g.array.copy() if root._node is None else g.array
         root_grads.append((root._node if root._node is not None else root, g))
 
@@ -196,6 +200,8 @@ def run_backward(
             F: Any  # the Tensor namespace, or a backend's RawNamespace
             if create_graph:
                 F = tensor_namespace
+            elif on_tensors:
+                F = first_order_tensor_namespace
             else:
                 F = namespaces.get(node.device.type)
                 if F is None:
@@ -209,7 +215,7 @@ def run_backward(
                     mode.on_backward_start(node, g)
             if is_op_node:
                 if node.hooks is not None or node.retained is not None:
-                    g = _output_hooks(node, g, create_graph, node.device)
+                    g = _output_hooks(node, g, on_tensors, node.device)
                 if wanted_nodes and node in wanted_nodes:
                     captured[node] = g
                     if not _feeds(node, reach, wanted_leaves):
@@ -221,11 +227,11 @@ def run_backward(
                     accumulate_into(target, g, **node.attrs)
                     in_grads, ins = (), ()  # nothing left to send; the node is released below
                 else:
-                    in_grads, ins = _run_rule(node, g, F, create_graph, reach, wanted_leaves)
+                    in_grads, ins = _run_rule(node, g, F, on_tensors, reach, wanted_leaves)
             else:  # a user-defined Function's node, possibly several outputs
                 slots = [OutputSlot(node, k) for k in range(node.n_outputs)]
                 g = [
-                    None if gi is None else _output_hooks(slots[k], gi, create_graph, node.device)
+                    None if gi is None else _output_hooks(slots[k], gi, on_tensors, node.device)
                     for k, gi in enumerate(g)
                 ]
                 for k, slot in enumerate(slots):
@@ -233,7 +239,7 @@ def run_backward(
                         captured[slot] = g[k]
                 if reach is not None and not _feeds(node, reach, wanted_leaves):
                     continue
-                in_grads, ins = node.run_backward(g, create_graph, _needs(node, reach, wanted_leaves))
+                in_grads, ins = node.run_backward(g, on_tensors, _needs(node, reach, wanted_leaves))
             for edge, gi, x in zip(node.edges, in_grads, ins):
                 if edge is None or gi is None:
                     continue
@@ -265,7 +271,7 @@ def run_backward(
     finally:
         state.grad_enabled = prev_enabled
 
-    return _finish_leaves(leaf_grads, captured, inputs, accumulate, create_graph)
+    return _finish_leaves(leaf_grads, captured, inputs, accumulate, on_tensors)
 
 
 def _fit_shape(F: Any, node: Any, gi: Any, x: Any) -> Any:
@@ -296,7 +302,7 @@ def _feeds(node: Any, reach: set[Any] | None, wanted_leaves: set[int]) -> bool:
 
 
 def _run_rule(
-    node: Node, g: Any, F: Any, create_graph: bool, reach: set[Any] | None,
+    node: Node, g: Any, F: Any, on_tensors: bool, reach: set[Any] | None,
     wanted_leaves: set[int],
 ) -> tuple[Any, Any]:
     op = node.op
@@ -312,12 +318,15 @@ def _run_rule(
                     "out-of-place op or clone() it first"
                 )
     kwargs = node.attrs
-    if node.saved is not None and not create_graph:
-        kwargs = {**kwargs, "saved": node.saved}
+    if node.saved is not None and not F.differentiable:
+        saved = node.saved
+        if on_tensors:
+            saved = tuple(None if s is None else Tensor._wrap(s, node.device) for s in saved)
+        kwargs = {**kwargs, "saved": saved}
     if op._grad_wants_needs:
         kwargs = {**kwargs, "needs": _needs(node, reach, wanted_leaves)}
     ins: Sequence[Any]
-    if create_graph:
+    if on_tensors:
         ins = _inputs_as_recorded(node)
         out = None
         if node.out_data is not None:
@@ -353,13 +362,13 @@ def _inputs_as_recorded(node: Node) -> tuple[Any, ...]:
     return tuple(ins)
 
 
-def _output_hooks(node: Any, g: Any, create_graph: bool, device: Any) -> Any:
+def _output_hooks(node: Any, g: Any, on_tensors: bool, device: Any) -> Any:
     """Run ``register_hook`` hooks and ``retain_grad`` of a non-leaf output."""
     if node.hooks:
         for hook in node.hooks:
             result = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, device))
             if result is not None:
-                g = result if create_graph else result.array
+                g = result if on_tensors else result.array
     if node.retained is not None:
         t = node.retained()
         if t is not None:
@@ -373,7 +382,7 @@ def _finish_leaves(
     captured: dict[Any, Any],
     inputs: Sequence[Tensor] | None,
     accumulate: bool,
-    create_graph: bool,
+    on_tensors: bool,
 ) -> list[Any] | None:
     handed: set[int] = set()
     results: dict[int, Any] = {}
@@ -382,7 +391,7 @@ def _finish_leaves(
             for hook in tensor._hooks:
                 hooked = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, tensor.device))
                 if hooked is not None:
-                    g = hooked if create_graph else hooked.array
+                    g = hooked if on_tensors else hooked.array
         if not accumulate:
             results[id(tensor)] = g
             continue
