@@ -14,6 +14,7 @@ from numbers import Real
 from typing import Any, Callable, Iterable
 
 from pullback import Tensor, enable_grad, zeros_like
+from pullback.dispatch import run_array_update
 from pullback.dtypes import is_floating
 from pullback.errors import ShapeError
 
@@ -94,6 +95,13 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        # Through dispatch, so that a mode (the compiler's tracer) can record the update.
+        run_array_update(self._update_all)
+        return loss
+
+    def _update_all(self, namespace_of: Callable[[Any], Any]) -> None:
+        """One update of every parameter that has a gradient, with the array namespace
+        ``namespace_of(device)``."""
         for group in self.param_groups:
             for p in group["params"]:
                 grad = p.grad
@@ -108,10 +116,9 @@ class Optimizer:
                 state = self.state.get(p)
                 if state is None:
                     state = self.state[p] = self._init_state(p, group)
-                xp = device.backend.xp
+                xp = namespace_of(device)
                 self._update(xp, p, grad, state, group, self._scratch(xp, device, data))
                 mark_modified(p)
-        return loss
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients: to ``None`` (default), or to zeros in place."""
