@@ -1,5 +1,28 @@
-"""pullback.compiler: graph capture, optimization passes, c99 and onnx export.
+"""pullback.compiler: graph capture, optimization passes and compiled execution.
 
-Not implemented yet: this distribution is an empty placeholder that installs, is
-discovered as a plugin and registers nothing.
+* :func:`trace` records what a function (or Module) does, its backward and optimizer step
+  included, into a typed SSA :class:`Graph`.
+* :func:`compile` returns a callable that traces once per kind of input (guards) and replays the
+  optimized graph with no per-op Python dispatch.
+* :mod:`pullback.compiler.passes`: the registered graph passes and :func:`optimize`.
 """
+
+from pullback.plugins import ensure_registered as _ensure_registered
+
+from ._capture import trace
+from ._compiled import CompiledFunction, compile
+from ._executor import lower, run_graph
+from ._format import to_dot
+from ._ir import Graph, Node, Placeholder, Value
+from .errors import (CompileError, DataDependentError, GraphBreakWarning, RecompileWarning,
+                     TraceError)
+from .passes import optimize
+
+_ensure_registered("pullback.compiler._plugin", "compiler", "pullback-compiler")
+
+__all__ = [
+    "CompileError", "CompiledFunction", "DataDependentError", "Graph", "GraphBreakWarning",
+    "Node", "Placeholder", "RecompileWarning", "TraceError", "Value", "compile", "lower",
+    "optimize", "run_graph", "to_dot", "trace",
+]
+

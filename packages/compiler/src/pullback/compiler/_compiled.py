@@ -1,0 +1,269 @@
+"""``compile``: a callable that traces once per kind of input, then replays the optimized graph.
+
+A trace is specialised to what it saw; the *guards* say what that was: the structure of the
+arguments and, per Tensor, its shape, dtype, device, ``requires_grad`` and whether it has a
+``.grad``; grad mode; the same for every parameter and buffer of the modules (and optimizers)
+the function reaches, their ``training`` flags, and the keys of each optimizer's state. A call
+whose guards match a cached entry replays it; otherwise the function is traced again (counted in
+``traces`` and said in ``trace_log``, and to ``log``), up to ``cache_limit`` entries, after which
+new kinds of input run eagerly (with one :class:`RecompileWarning`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from pullback.dispatch import state
+from pullback.tensor import Tensor
+
+from ._capture import Trace, run_traced
+from ._discover import Discovered, discover
+from ._executor import Program, lower
+from ._ir import Graph
+from ._pytree import flatten, static_key, unflatten
+from .errors import CompileError, GraphBreakWarning, RecompileWarning
+
+logger = logging.getLogger("pullback.compiler")
+
+_GUARD_PARTS = ("argument structure", "argument tensors", "grad mode", "parameters and buffers",
+                "training flags", "optimizer state")
+
+
+@dataclass(eq=False)
+class CompiledEntry:
+    """One specialisation: its graphs before and after the passes, and the replay program."""
+
+    trace: Trace
+    graph: Graph  # after the passes
+    program: Program | None
+    report: list[dict[str, Any]] = field(default_factory=list)
+    times: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def traced_graph(self) -> Graph:
+        return self.trace.graph
+
+    def call(self, flat: list[Tensor]) -> Any:
+        graph = self.graph
+        inputs = []
+        for ph in graph.placeholders:
+            kind, source = ph.kind, ph.source
+            if kind == "input":
+                inputs.append(flat[ph.position].array)  # type: ignore[index]
+            elif kind == "array" or kind == "scalar":
+                inputs.append(source)  # scalars are filled in below
+            elif kind == "grad":
+                inputs.append(source.grad.array)
+            else:
+                inputs.append(source.array)
+        if self.trace.regions:
+            scalars = _run_regions(self.trace.regions)
+            for i, ph in enumerate(graph.placeholders):
+                if ph.kind == "scalar":
+                    inputs[i] = scalars[ph.source]
+        results = self.program.run(inputs)  # type: ignore[union-attr]
+        return self._write_results(flat, results)
+
+    def _write_results(self, flat: list[Tensor], results: list[Any]) -> Any:
+        graph = self.graph
+        device = flat[0].device if flat else _device_of(graph)
+        k = 0
+        outs = []
+        for v in graph.outputs:
+            outs.append(None if v is None else Tensor._wrap(results[k], device))
+            k += v is not None
+        for ph, _ in graph.mutations:
+            target = _tensor_of(ph, flat)
+            array = ph.source if target is None else target.array
+            if results[k] is not array:
+                np.copyto(array, results[k]) if isinstance(array, np.ndarray) else \
+                    array.__setitem__(Ellipsis, results[k])
+            if target is not None:
+                target._version[0] += 1
+            k += 1
+        handed: set[int] = set()
+        for ph, v in graph.grads:
+            target = _tensor_of(ph, flat)
+            if v is None:
+                target.grad = None
+                continue
+            g = results[k]
+            k += 1
+            # each .grad owns its memory (optimizers and zero_grad write into it), as in eager
+            if id(g) in handed or getattr(g, "base", None) is not None:
+                g = g.copy()
+            handed.add(id(g))
+            target.grad = Tensor._wrap(g, target.device)
+        return unflatten(graph.output_tree, outs)
+
+
+def _device_of(graph: Graph) -> Any:
+    from pullback import device
+
+    return device(graph.device)
+
+
+def _tensor_of(ph: Any, flat: list[Tensor]) -> Any:
+    if ph.kind == "input":
+        return flat[ph.position]
+    return ph.source if isinstance(ph.source, Tensor) else None
+
+
+def _run_regions(regions: list[Any]) -> list[Any]:
+    """Re-run each array update's Python (with the .grad it saw when traced) for its numbers."""
+    scalars: list[Any] = []
+    for region in regions:
+        for t, v in region.grad_state:
+            t.grad = None if v is None else Tensor._wrap(np.empty(v.shape, v.dtype), t.device)
+        scalars += region.collect_scalars()
+    return scalars
+
+
+class CompiledFunction:
+    """What :func:`pullback.compiler.compile` returns. See the module docstring.
+
+    Attributes:
+        traces: how many times the function was traced.
+        trace_log: one line per trace: why it was traced.
+        entries: the cached specialisations (``entries[-1].graph`` is the latest graph).
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, fullgraph: bool = False,
+                 passes: Any = None, cache_limit: int = 8,
+                 log: bool | Callable[[str], None] = False) -> None:
+        if cache_limit < 1:
+            raise ValueError(f"compile: cache_limit must be at least 1, got {cache_limit}")
+        self._fn = fn
+        self.fullgraph = fullgraph
+        self.passes = passes
+        self.cache_limit = cache_limit
+        self._log = log
+        self._cache: dict[Any, CompiledEntry | None] = {}
+        self._keys: list[Any] = []
+        self._found: Discovered | None = None
+        self._warned: set[str] = set()
+        self.traces = 0
+        self.trace_log: list[str] = []
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    @property
+    def entries(self) -> list[CompiledEntry]:
+        return [e for e in self._cache.values() if e is not None]
+
+    def _guard_key(self, flat: list[Tensor], spec: Any) -> tuple[Any, ...]:
+        found = self._found
+        assert found is not None
+        return (
+            static_key(spec),
+            tuple((t.array.shape, t.array.dtype, t.device, t._requires_grad, t.grad is None)
+                  for t in flat),
+            (state.grad_enabled, state.inference),
+            tuple((t.array.shape, t.array.dtype, t._requires_grad, t.grad is None)
+                  for _, _, t in found.tensors.values()),
+            found.training_flags(),
+            found.optimizer_structure(),
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._found is None:
+            self._found = discover(self._fn)
+        flat, spec = flatten((args, kwargs))
+        key = self._guard_key(flat, spec)
+        try:
+            entry = self._cache[key]
+        except KeyError:
+            return self._trace(key, args, kwargs)
+        except TypeError:  # an unhashable static argument: nothing to cache it under
+            return self._fn(*args, **kwargs)
+        if entry is None:  # this kind of input runs eagerly (a graph break)
+            return self._fn(*args, **kwargs)
+        return entry.call(flat)
+
+    def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if len(self._cache) >= self.cache_limit:
+            self._warn_once("limit", RecompileWarning(
+                f"compiled {self.__name__} reached its cache limit of {self.cache_limit} "
+                f"specialisations; calls with new kinds of input run eagerly "
+                f"({self._reason(key)})"))
+            return self._fn(*args, **kwargs)
+        self._found = discover(self._fn)
+        self._say(f"tracing {self.__name__} ({self._reason(key)})")
+        key = self._guard_key(*flatten((args, kwargs)))  # discovery may have found more
+        start = time.perf_counter()
+        trace = run_traced(self._fn, args, kwargs, self._found, self.fullgraph, self.__name__)
+        traced = time.perf_counter()
+        self.traces += 1
+        self._keys.append(key)
+        if trace.broken is None and trace.outputs_require_grad:
+            trace.broken = ("its outputs still need backward (they carry an autograd graph); "
+                            "compile the whole step (call backward inside), or run it under "
+                            "pullback.no_grad() for inference")
+            if self.fullgraph:
+                raise CompileError(f"compile({self.__name__}, fullgraph=True): {trace.broken}")
+        if trace.broken is not None:
+            self._cache[key] = None
+            self._warn_once("break", GraphBreakWarning(
+                f"compiled {self.__name__} runs eagerly for these inputs: {trace.broken}"))
+            return trace.result
+        from .passes import optimize
+
+        graph, report = optimize(trace.graph, self.passes)
+        optimized = time.perf_counter()
+        program = lower(graph)
+        done = time.perf_counter()
+        self._cache[key] = CompiledEntry(trace, graph, program, report, {
+            "trace_s": traced - start, "optimize_s": optimized - traced, "lower_s": done - optimized})
+        return trace.result
+
+    def _reason(self, key: Any) -> str:
+        if not self._keys:
+            return "first call"
+        previous = self._keys[-1]
+        changed = [name for name, a, b in zip(_GUARD_PARTS, key, previous) if a != b]
+        return "changed: " + (", ".join(changed) or "modules or optimizers found")
+
+    def _say(self, message: str) -> None:
+        self.trace_log.append(message)
+        if callable(self._log):
+            self._log(message)
+        elif self._log:
+            logger.info(message)
+
+    def _warn_once(self, what: str, warning: Warning) -> None:
+        self._say(str(warning))
+        if what not in self._warned:
+            self._warned.add(what)
+            warnings.warn(warning, stacklevel=3)
+
+
+def compile(fn: Callable[..., Any], *, fullgraph: bool = False, passes: Any = None,  # noqa: A001
+            cache_limit: int = 8, log: bool | Callable[[str], None] = False) -> CompiledFunction:
+    """Compile a function or Module: trace it on its first call, replay the optimized graph after.
+
+    The first call with a new kind of input runs the function eagerly while tracing it (its
+    result is the eager one); later calls with matching guards replay the optimized graph with no
+    per-op Python dispatch. Inference, a loss with ``backward()`` inside (gradients land in
+    ``.grad``) and a whole training step with an optimizer's ``step()`` all compile.
+
+    Args:
+        fn: a function or Module.
+        fullgraph: raise on anything that cannot be captured (data-dependent Python control
+            flow, random numbers); with ``False`` such a call runs eagerly, with one warning.
+        passes: the pass pipeline: ``None`` for the default one, a list of registered pass
+            names or callables, or ``[]`` for none.
+        cache_limit: how many specialisations to keep before running new ones eagerly.
+        log: ``True`` to log each trace to the ``pullback.compiler`` logger, or a callable
+            taking the message.
+
+    Returns:
+        A :class:`CompiledFunction`.
+    """
+    return CompiledFunction(fn, fullgraph=fullgraph, passes=passes, cache_limit=cache_limit,
+                            log=log)

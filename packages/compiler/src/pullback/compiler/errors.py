@@ -1,0 +1,27 @@
+"""Errors and warnings of pullback.compiler. Each message names the user's line where it can."""
+
+from __future__ import annotations
+
+from pullback.errors import PullbackError
+
+
+class CompileError(PullbackError, RuntimeError):
+    """A function that cannot be compiled as asked (a RuntimeError, as torch.compile's)."""
+
+
+class TraceError(CompileError):
+    """Something the tracer cannot record: an in-place write it did not see, random numbers,
+    an op argument that hides a traced value."""
+
+
+class DataDependentError(TraceError):
+    """Python read a traced tensor's values (``bool(t)``, ``t.item()``, ``t.numpy()``...): the
+    control flow that follows depends on data, and a graph replays one path only."""
+
+
+class GraphBreakWarning(UserWarning):
+    """With ``fullgraph=False``, a call that could not be traced runs eagerly (said once)."""
+
+
+class RecompileWarning(UserWarning):
+    """A compiled function reached its cache limit and runs eagerly for new input kinds."""
