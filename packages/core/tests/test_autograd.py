@@ -690,3 +690,42 @@ def test_vjp_matches_torch_and_gives_zeros_for_an_unused_input():
                                                 torch.tensor(v))
     np.testing.assert_array_equal(unused.numpy(), t_unused.numpy())
     assert unused.shape == (5,) and unused.dtype == pb.float64
+
+
+def test_backward_casts_the_incoming_gradient_to_the_outputs_dtype():
+    # PyTorch casts gradient= to the output's dtype: a float32 gradient on a float64 graph
+    # must not round its gradients to float32 (gelu's rule multiplied in float32 before).
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x_np, g_np = rng.standard_normal(50), rng.standard_normal(50).astype(np.float32)
+    x = pb.tensor(x_np, requires_grad=True)
+    (pb.gelu(x) * 3.0).backward(pb.tensor(g_np))
+    tx = torch.tensor(x_np, requires_grad=True)
+    (torch.nn.functional.gelu(tx) * 3.0).backward(torch.tensor(g_np))
+    assert x.grad.dtype == pb.float64
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-13, atol=0)
+    # grad() and create_graph: the cast is differentiable
+    y = pb.tensor(x_np, requires_grad=True)
+    g = pb.tensor(g_np, requires_grad=True)
+    (gy,) = pb.autograd.grad(pb.sin(y), y, grad_outputs=g, create_graph=True)
+    assert gy.dtype == pb.float64
+    gy.sum().backward()
+    np.testing.assert_allclose(g.grad.numpy(), np.cos(x_np).astype(np.float32), rtol=1e-6)
+    assert g.grad.dtype == pb.float32
+
+
+def test_backward_refuses_a_gradient_on_another_device(numpy_backend, throwaway_plugin):
+    from pullback.hookspecs import hookimpl
+
+    class Plugin:
+        pullback_hook_api = "1.0"
+
+        @hookimpl
+        def register_backends(self, register):
+            register(numpy_backend("fakegrad"))
+
+    throwaway_plugin(Plugin(), "fakegrad-plugin")
+    x = pb.ones(3, requires_grad=True)
+    other = pb.ones(3).to("fakegrad")
+    with pytest.raises(pb.errors.DeviceError, match="gradient 0 is on fakegrad"):
+        (x * 2).backward(other)

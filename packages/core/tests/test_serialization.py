@@ -172,3 +172,68 @@ def test_no_pickle_in_the_file(tmp_path):
     structure = json.loads(header["__metadata__"]["pullback.structure"])
     assert structure["meta"] == {"a": [1, 2]}
     assert b"\x80\x04" not in data[:8 + n]  # no pickle protocol marker in the header
+
+
+@pytest.mark.parametrize("structure", [
+    {"__tuple__": 5}, {"__dict__": 7}, {"a": {"__dict__": [None]}}, {"w": {"__tensor__": None}},
+    [{"__tuple__": None}], {"__dict__": [[None, 1]]}, {"__tensor__": "x", "device": 3},
+    {"__dict__": [[1, 2, 3]]}, {"a": {"__tuple__": {"b": 1}}},
+], ids=json.dumps)
+def test_malformed_pullback_metadata_is_a_checkpoint_error_naming_the_file(tmp_path, structure):
+    # The header is valid JSON, the structure is not what save() writes (hand-made, damaged).
+    from safetensors.numpy import save_file
+
+    path = _path(tmp_path)
+    save_file({"x": np.ones(2, np.float32)}, path,
+              metadata={"pullback.format": "1", "pullback.structure": json.dumps(structure)})
+    with pytest.raises(CheckpointError, match=r"load\(.*ckpt\.safetensors.*\).*malformed"):
+        pullback.load(path)
+
+
+def test_deeply_nested_metadata_is_a_checkpoint_error(tmp_path):
+    from safetensors.numpy import save_file
+
+    path = _path(tmp_path)
+    save_file({"x": np.ones(2, np.float32)}, path,
+              metadata={"pullback.format": "1", "pullback.structure": "[" * 100_000})
+    with pytest.raises(CheckpointError, match="ckpt.safetensors"):
+        pullback.load(path)
+
+
+def test_a_killed_save_leaves_nothing_behind_after_the_next_save(tmp_path):
+    # A child process is killed (SIGKILL: no cleanup runs) while its temporary file is written.
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    if not hasattr(signal, "SIGKILL"):
+        pytest.skip("needs SIGKILL")
+    path = _path(tmp_path)
+    child = textwrap.dedent(f"""
+        import os, signal, pullback
+        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
+        pullback.save({{"w": pullback.ones(3)}}, {path!r})
+    """)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    left = [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]
+    assert len(left) == 1 and not os.path.exists(path)
+
+    pullback.save({"w": pullback.zeros(3)}, path)
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]
+    np.testing.assert_array_equal(np.asarray(pullback.load(path)["w"]), np.zeros(3))
+
+
+def test_a_live_writers_temporary_file_is_kept(tmp_path):
+    # Another process (here: this one's parent, alive) may be writing the same target.
+    from pullback import serialization
+
+    path = _path(tmp_path)
+    live = tmp_path / (serialization._partial_prefix("ckpt.safetensors")
+                       + f"{os.getppid()}.abc.safetensors")
+    live.write_bytes(b"partial")
+    other_target = tmp_path / ".tmp-other.safetensors.host.1.abc.safetensors"
+    other_target.write_bytes(b"partial")
+    pullback.save(pullback.ones(2), path)
+    assert live.exists() and other_target.exists()

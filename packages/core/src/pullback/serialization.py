@@ -6,8 +6,11 @@ ints, floats, strings, booleans, ``None``) and, per tensor, its dtype, device an
 ``requires_grad``. Nothing is pickled, so loading a file never runs code.
 
 Writes are atomic: the file is written to a temporary file in the same folder and moved into
-place with :func:`os.replace`, so a crash leaves either the old file or the new one. A truncated
-or malformed file raises :class:`~pullback.errors.CheckpointError` naming the file.
+place with :func:`os.replace`, so a crash leaves either the old file or the new one. The
+temporary file's name holds the host and process id of its writer
+(``.tmp-<name>.<host>.<pid>.<random>.safetensors``): the next save to that target removes those
+a killed process left behind. A truncated or malformed file, or malformed pullback metadata,
+raises :class:`~pullback.errors.CheckpointError` naming the file.
 
 A safetensors file written by another tool (no pullback metadata) loads as a flat dict of
 tensors.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 from typing import Any
 
@@ -68,7 +72,9 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
 
     data = to_bytes(arrays, metadata=metadata)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=folder)
+    _remove_abandoned_partials(folder, os.path.basename(path))
+    fd, tmp = tempfile.mkstemp(prefix=_partial_prefix(os.path.basename(path)) + f"{os.getpid()}.",
+                               suffix=".safetensors", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -81,6 +87,45 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _partial_prefix(target: str) -> str:
+    """The start of the temporary files' names of saves to ``target`` from this host."""
+    return f".tmp-{target}.{socket.gethostname()}."
+
+
+def _remove_abandoned_partials(folder: str, target: str) -> None:
+    """Delete temporary files of saves to ``target`` whose writer, a process on this host, is
+    gone (killed mid-write: nothing else would ever remove them). Files of live writers, and of
+    other hosts sharing the folder, stay."""
+    prefix = _partial_prefix(target)
+    try:
+        names = [n for n in os.listdir(folder)
+                 if n.startswith(prefix) and n.endswith(".safetensors")]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or _process_alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass  # another save removed it first, or the folder is read-only: not our error
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    except OSError:
+        return True  # cannot tell: keep the file
+    return True
 
 
 def _umask() -> int:
@@ -191,10 +236,18 @@ def load(path: str | os.PathLike[str], map_location: Any = None) -> Any:
         )
     try:
         structure = json.loads(meta[STRUCTURE_KEY])
-    except (KeyError, ValueError) as exc:
+    except (KeyError, ValueError, TypeError, RecursionError) as exc:
         raise CheckpointError(f"load({path!r}): malformed pullback metadata ({exc})") from None
     made: dict[str, Tensor] = {}
-    return _decode(structure, arrays, made, target, path)
+    try:
+        return _decode(structure, arrays, made, target, path)
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        if isinstance(exc, CheckpointError):
+            raise
+        # The header is valid JSON, but not the structure save() writes ({"__tuple__": 5},
+        # {"__dict__": [null]}...): a damaged or hand-made file.
+        raise CheckpointError(f"load({path!r}): malformed pullback metadata ({type(exc).__name__}:"
+                              f" {exc})") from None
 
 
 def _read_header(data: bytes, path: str) -> dict[str, Any]:
@@ -241,6 +294,9 @@ def _decode(obj: Any, arrays: dict[str, np.ndarray], made: dict[str, Any],
         return obj
     if "__tensor__" in obj:
         name = obj["__tensor__"]
+        if not isinstance(name, str) or not isinstance(obj.get("device", "cpu"), str):
+            raise CheckpointError(f"load({path!r}): malformed tensor entry {obj!r} in the "
+                                  "pullback metadata")
         if name in made:
             return made[name]
         if name not in arrays:
@@ -265,7 +321,17 @@ def _decode(obj: Any, arrays: dict[str, np.ndarray], made: dict[str, Any],
         made[name] = _make_tensor(arrays[name], device, bool(obj.get("requires_grad")))
         return made[name]
     if "__tuple__" in obj:
-        return tuple(_decode(v, arrays, made, target, path) for v in obj["__tuple__"])
+        items = obj["__tuple__"]
+        if not isinstance(items, list):
+            raise CheckpointError(f"load({path!r}): malformed pullback metadata: __tuple__ holds "
+                                  f"{items!r}, not a list")
+        return tuple(_decode(v, arrays, made, target, path) for v in items)
     if "__dict__" in obj:
-        return {k: _decode(v, arrays, made, target, path) for k, v in obj["__dict__"]}
+        pairs = obj["__dict__"]
+        if not (isinstance(pairs, list) and all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], (str, int))
+                and not isinstance(p[0], bool) for p in pairs)):
+            raise CheckpointError(f"load({path!r}): malformed pullback metadata: __dict__ holds "
+                                  f"{pairs!r}, not a list of [key, value] pairs")
+        return {k: _decode(v, arrays, made, target, path) for k, v in pairs}
     return {k: _decode(v, arrays, made, target, path) for k, v in obj.items()}

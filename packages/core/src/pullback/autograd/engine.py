@@ -13,7 +13,7 @@ import operator
 from typing import Any, Callable, Sequence
 
 from ..dispatch import first_order_tensor_namespace, raw_namespace, state, tensor_namespace
-from ..errors import AutogradError, ShapeError
+from ..errors import AutogradError, DeviceError, ShapeError
 from ..tensor import Tensor
 from ..graph import Node, OutputSlot
 
@@ -92,6 +92,14 @@ def _root_gradient(root: Tensor, gradient: Any, index: int) -> Any:
             f"backward: gradient {index} has shape {tuple(g.shape)} but its output has shape "
             f"{tuple(root.shape)}"
         )
+    if g.device is not root.device:
+        raise DeviceError(f"backward: gradient {index} is on {g.device} but its output is on "
+                          f"{root.device}")
+    if g.dtype != root.dtype:
+        # As PyTorch: the incoming gradient takes its output's dtype, so that every rule sees
+        # one dtype (a float32 gradient would otherwise round a float64 graph's gradients).
+        # Differentiable, for create_graph.
+        g = g.to(root.dtype)
     return g
 
 
