@@ -10,6 +10,8 @@ import numpy as np
 from .backends import Device, backends
 from .dtypes import get_default_dtype, is_floating, to_dtype
 from .errors import DTypeError
+from .dispatch import draw_random as _draw_random
+from .dispatch import state as _dispatch_state
 from .tensor import Tensor, default_device
 
 
@@ -232,10 +234,12 @@ def _random(sample: Any, shape: tuple[int, ...], dtype: Any, device: Any,
     gen = generator if generator is not None else dev.backend.generator(dev.index or 0)
     # NumPy's generators sample float32/float64 only; other float dtypes are cast.
     sample_dt = dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
-    arr = sample(gen, shape, sample_dt)
-    if arr.dtype != dt:
-        arr = arr.astype(dt)
-    t = Tensor._wrap(arr, dev)
+
+    def draw(size: tuple[int, ...]) -> Tensor:
+        arr = sample(gen, size, sample_dt)
+        return Tensor._wrap(arr if arr.dtype == dt else arr.astype(dt), dev)
+
+    t = _draw_random(draw, shape) if _dispatch_state.modes else draw(shape)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -280,7 +284,11 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
     gen = generator if generator is not None else dev.backend.generator(dev.index or 0)
     size = (size,) if isinstance(size, int) else tuple(size)
     dt = to_dtype(dtype) if dtype is not None else np.dtype(np.int64)
-    return Tensor._wrap(gen.integers(low, high, size=size, dtype=dt), dev)
+
+    def draw(shape: tuple[int, ...]) -> Tensor:
+        return Tensor._wrap(gen.integers(low, high, size=shape, dtype=dt), dev)
+
+    return _draw_random(draw, size) if _dispatch_state.modes else draw(size)
 
 
 def randperm(n: int, device: Any = None, generator: Any = None) -> Tensor:

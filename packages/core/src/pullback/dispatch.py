@@ -77,6 +77,12 @@ class DispatchMode:
         step): see :func:`run_array_update`. The default passes it to the modes below."""
         run_array_update(update)
 
+    def random(self, draw: Callable[[tuple[int, ...]], Tensor], shape: tuple[int, ...]) -> Tensor:
+        """Make a tensor of random numbers of ``shape`` with ``draw(shape)`` (see
+        :func:`draw_random`): vmap draws one sample per batch element, or refuses. The default
+        passes it to the modes below."""
+        return draw_random(draw, shape)
+
     def __enter__(self) -> DispatchMode:
         push_mode(self)
         return self
@@ -122,6 +128,20 @@ def run_array_update(update: Callable[[Callable[[Any], Any]], None]) -> None:
             st.modes.append(mode)
         return
     update(_backend_namespace)
+
+
+def draw_random(draw: Callable[[tuple[int, ...]], Tensor], shape: tuple[int, ...]) -> Tensor:
+    """``draw(shape)``, a tensor of fresh random numbers (``pullback.rand`` and friends), seen
+    first by the innermost active mode (:meth:`DispatchMode.random`): random draws are not ops,
+    yet a batching mode must decide whether each batch element gets its own numbers."""
+    st = state
+    if st.modes:
+        mode = st.modes.pop()
+        try:
+            return mode.random(draw, shape)
+        finally:
+            st.modes.append(mode)
+    return draw(shape)
 
 
 def _backend_namespace(device: Any) -> Any:

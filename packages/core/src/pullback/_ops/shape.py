@@ -9,7 +9,8 @@ import math
 from typing import Any, Sequence
 
 from ..dispatch import apply
-from ..errors import ShapeError
+from ..errors import AxisError, ShapeError, UnsupportedError
+from ..promotion import COMMON
 from ..registry import Op
 from ._axes import normalize_axes, pick_axis
 from ._declare import declare
@@ -29,10 +30,11 @@ TRIL = declare(Op("tril", lambda xp: lambda x, k=0: xp.tril(x, k), save_inputs=F
                   doc="lower triangle"))
 TRIU = declare(Op("triu", lambda xp: lambda x, k=0: xp.triu(x, k), save_inputs=False,
                   doc="upper triangle"))
+# cat and stack promote their tensors to one dtype, as PyTorch.
 CAT = declare(Op("cat", lambda xp: lambda *xs, axis=0: xp.concatenate(xs, axis=axis),
-                 save_inputs=False, doc="concatenate along an axis"))
+                 save_inputs=False, promotion=COMMON, doc="concatenate along an axis"))
 STACK = declare(Op("stack", lambda xp: lambda *xs, axis=0: xp.stack(xs, axis=axis),
-                   save_inputs=False, doc="stack along a new axis"))
+                   save_inputs=False, promotion=COMMON, doc="stack along a new axis"))
 PAD = declare(Op("pad", lambda xp: lambda x, widths, value=0.0: xp.pad(
     x, widths, mode="constant", constant_values=value), save_inputs=False,
     doc="constant padding"))
@@ -106,7 +108,7 @@ def _shape_args(shape: Any) -> tuple[int, ...]:
 
 def reshape(x: Any, *shape: Any) -> Any:
     """Same elements in a new shape (one dimension may be -1)."""
-    target = _resolve_shape(_shape_args(shape), x.array.size, tuple(x.shape))
+    target = _resolve_shape(_shape_args(shape), x.numel(), tuple(x.shape))
     if target == tuple(x.shape):
         return x
     return apply(RESHAPE, x, shape=target)
@@ -123,10 +125,10 @@ def permute(x: Any, *axes: Any) -> Any:
 def transpose(x: Any, axis0: int = -2, axis1: int = -1) -> Any:
     """Swap two axes (PyTorch's ``transpose(dim0, dim1)``)."""
     nd = x.ndim
+    a, b = normalize_axes(axis0, nd, "transpose")[0], normalize_axes(axis1, nd, "transpose")[0]
     if nd < 2:
         return x
     axes = list(range(nd))
-    a, b = normalize_axes(axis0, nd, "transpose")[0], normalize_axes(axis1, nd, "transpose")[0]
     axes[a], axes[b] = axes[b], axes[a]
     return apply(PERMUTE, x, axes=tuple(axes))
 
@@ -159,7 +161,8 @@ def unsqueeze(x: Any, axis: int | None = None, *, dim: int | None = None) -> Any
     axis = pick_axis(axis, dim)
     nd = x.ndim + 1
     if not -nd <= axis < nd:
-        raise ShapeError(f"unsqueeze: axis {axis} out of range for {nd - 1}-d tensor")
+        raise AxisError(f"unsqueeze: axis {axis} is out of range for a {nd - 1}-d tensor "
+                        f"(expected in [{-nd}, {nd - 1}])")
     shape = list(x.shape)
     shape.insert(axis % nd, 1)
     return reshape(x, tuple(shape))
@@ -210,7 +213,7 @@ def stack(tensors: Sequence[Any], axis: int | None = None, *, dim: int | None = 
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
-    axis = axis % (tensors[0].ndim + 1)
+    axis = normalize_axes(axis, tensors[0].ndim + 1, "stack")[0]
     return apply(STACK, *tensors, axis=axis)
 
 
@@ -270,6 +273,13 @@ def roll(x: Any, shifts: Any, axis: Any = None, *, dims: Any = None) -> Any:
         shifts = tuple(shifts)
     if isinstance(axis, list):
         axis = tuple(axis)
+    n_shifts = len(shifts) if isinstance(shifts, tuple) else 1
+    n_axes = 0 if axis is None else len(axis) if isinstance(axis, tuple) else 1
+    if axis is None and n_shifts != 1 or axis is not None and n_shifts != n_axes:
+        raise ShapeError(f"roll: shifts and dims must have the same length, got shifts "
+                         f"{shifts} and dims {axis}")
+    if axis is not None:
+        normalize_axes(axis, x.ndim, "roll")
     return apply(ROLL, x, shifts=shifts, axis=axis)
 
 
@@ -318,7 +328,7 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Any:
     """PyTorch's ``F.pad``: ``pad`` lists (left, right) pairs starting from the last axis."""
     if mode not in _PAD_MODES:
-        raise ValueError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
+        raise UnsupportedError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ShapeError(f"pad: {len(pad)} values do not fit a {x.ndim}-d tensor {tuple(x.shape)}")
     widths = [(0, 0)] * x.ndim
@@ -342,6 +352,10 @@ def _index_pad(x: Any, axis: int, lo: int, hi: int, mode: str) -> Any:
     n = x.shape[axis]
     if mode == "reflect" and (lo >= n or hi >= n):
         raise ShapeError(f"pad: reflect padding ({lo}, {hi}) must be smaller than size {n} of axis {axis}")
+    if mode == "circular" and (lo > n or hi > n):
+        # PyTorch's limit: wrapping around more than once would repeat the axis.
+        raise ShapeError(f"pad: circular padding ({lo}, {hi}) must be at most size {n} of axis "
+                         f"{axis} (it would wrap around more than once)")
     pos = np.arange(-lo, n + hi)
     if mode == "reflect":
         period = 2 * (n - 1)
