@@ -63,6 +63,14 @@ class Value:
         return f"<Value %{self.id}: {self.type_text()}>"
 
 
+def _values_in(t: tuple[Any, ...]) -> Iterator[Value]:
+    for a in t:
+        if a.__class__ is Value:
+            yield a
+        elif a.__class__ is tuple:
+            yield from _values_in(a)
+
+
 def is_value(x: Any) -> bool:
     """Whether a node argument is a Value (else a Python number, ``None`` or a tuple)."""
     return x.__class__ is Value
@@ -96,8 +104,13 @@ class Node:
         return self.outputs[0]
 
     def input_values(self) -> Iterator[Value]:
-        """The arguments that are Values, in order (a Value may appear twice)."""
-        return (a for a in self.inputs if a.__class__ is Value)
+        """The arguments that are Values (also inside tuples), in order (a Value may appear
+        twice)."""
+        for a in self.inputs:
+            if a.__class__ is Value:
+                yield a
+            elif a.__class__ is tuple:
+                yield from _values_in(a)
 
     def __repr__(self) -> str:
         return f"<Node {self.op} -> {', '.join('%' + str(v.id) for v in self.outputs)}>"
@@ -215,14 +228,26 @@ class Graph:
         g.grads = list(self.grads)
         return g
 
-    def replace_all_uses(self, old: Value, new: Value | Any) -> None:
-        """Make every reader of ``old`` (nodes and the graph's results) read ``new``."""
+    def substitute(self, mapping: dict[Value, Value]) -> None:
+        """Make every reader of a value in ``mapping`` (nodes and the graph's results) read its
+        replacement instead (chains ``a -> b -> c`` are followed)."""
+        if not mapping:
+            return
+
+        def resolve(x: Any) -> Any:
+            if x.__class__ is Value:
+                while x in mapping:
+                    x = mapping[x]
+                return x
+            if x.__class__ is tuple:
+                return tuple(resolve(e) for e in x)
+            return x
+
         for node in self.nodes:
-            if any(a is old for a in node.inputs):
-                node.inputs = tuple(new if a is old else a for a in node.inputs)
-        self.outputs = [new if v is old else v for v in self.outputs]
-        self.mutations = [(ph, new if v is old else v) for ph, v in self.mutations]
-        self.grads = [(ph, new if v is old else v) for ph, v in self.grads]
+            node.inputs = tuple(resolve(a) for a in node.inputs)
+        self.outputs = [resolve(v) for v in self.outputs]
+        self.mutations = [(ph, resolve(v)) for ph, v in self.mutations]
+        self.grads = [(ph, resolve(v)) for ph, v in self.grads]
 
     def verify(self) -> None:
         """Check SSA form: every argument defined before use, every value defined once."""

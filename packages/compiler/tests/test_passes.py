@@ -1,0 +1,138 @@
+"""Every registered pass, alone and in the default pipeline, on every graph of the battery: the
+optimized graph gives bit-identical results (NaN, infinities and signed zeros included)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from compiler_battery import placeholder_values
+from pass_battery import CASES, assert_identical, traced
+from pullback.compiler import optimize, run_graph, trace
+from pullback.compiler.passes import DEFAULT_PIPELINE
+from pullback.compiler.passes._registry import PASSES
+from pullback.compiler.passes.algebraic import REWRITES, rewrite_table
+from pullback.plugins import graph_passes
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and inf inputs
+
+EXACT_PASSES = ["algebraic", "constant_fold", "cse", "dce"]
+
+
+def test_the_compilers_passes_are_registered_through_the_plugin_hook():
+    assert set(PASSES) <= set(graph_passes())
+    assert set(DEFAULT_PIPELINE) <= set(PASSES)
+
+
+def _check(name: str, pipeline: list[str]) -> dict:
+    graph, inputs = traced(name)
+    values = placeholder_values(graph, inputs)
+    optimized, report = optimize(graph, pipeline)
+    before, after = run_graph(graph, *values), run_graph(optimized, *values)
+    assert len(before) == len(after)
+    for i, (a, b) in enumerate(zip(before, after)):
+        assert_identical(a, b, f"{name}: result {i} after {pipeline}")
+    assert len(optimized.nodes) <= len(graph.nodes)
+    return {"before": len(graph.nodes), "after": len(optimized.nodes), "report": report}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("pass_name", EXACT_PASSES)
+def test_each_exact_pass_alone_keeps_results_bit_identical(pass_name, case):
+    _check(case, [pass_name])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_exact_pipeline_keeps_results_bit_identical(case):
+    counts = _check(case, EXACT_PASSES)
+    assert [r["pass"] for r in counts["report"]] == EXACT_PASSES
+    assert counts["report"][0]["nodes_before"] == counts["before"]
+
+
+def _ops_after(name, pipeline):
+    graph, _ = traced(name)
+    return [n.op for n in optimize(graph, pipeline)[0].nodes], graph
+
+
+def test_algebraic_removes_exact_identities_and_keeps_inexact_ones():
+    ops, graph = _ops_after("rewrites", ["algebraic", "dce"])
+    before = [n.op for n in graph.nodes]
+    assert before.count("neg") == 2 and "neg" not in ops
+    assert "permute" not in ops and ops.count("reshape") <= 1 and "broadcast_to" not in ops
+    # x + 0.0, x * 0.0, x - x and x / x are not exact for floats: all still there
+    assert ops.count("add") == before.count("add") - 1  # only x + (-0.0) went
+    assert ops.count("sub") == before.count("sub") - 1  # x - 0.0 went, x - x stayed
+    assert ops.count("div") == before.count("div") - 1  # x / 1 went, x / x stayed
+
+
+def test_algebraic_uses_the_integer_only_rewrites_on_integers():
+    ops, graph = _ops_after("integer_rewrites", ["algebraic", "dce"])
+    assert len(ops) < len(graph.nodes)
+    assert "sub" not in ops and "mul" not in ops
+
+
+def test_cse_keeps_one_of_each_computation():
+    ops, graph = _ops_after("duplicates", ["cse"])
+    assert [n.op for n in graph.nodes].count("exp") == 2 and ops.count("exp") == 1
+    assert ops.count("matmul") == 1
+
+
+def test_cse_tells_signed_zeros_and_number_types_apart():
+    def f(x):
+        return (x + 0.0) * (x + (-0.0)) + (x * 1) * (x * 1.0)
+
+    with pb.no_grad():
+        graph = trace(f, pb.randn(3))
+    ops = [n.op for n in optimize(graph, ["cse"])[0].nodes]
+    assert ops.count("add") == 3 and ops.count("mul") == 4  # nothing merged
+
+
+def test_constant_folding_computes_what_depends_on_constants_only():
+    ops, graph = _ops_after("constants", ["constant_fold", "dce"])
+    assert ops == ["mul", "add"]
+    assert len(graph.nodes) > len(ops)
+
+
+def test_dce_drops_unused_work():
+    ops, _ = _ops_after("dead", ["dce"])
+    assert ops == ["add"]
+
+
+def test_runtime_scalars_are_not_folded():
+    import pullback.optim as optim
+    from compiler_battery import mlp, mlp_batch, training_step
+
+    model = mlp()
+    graph = trace(training_step(model, optim.Adam(model.parameters())), *mlp_batch())
+    optimized, _ = optimize(graph, EXACT_PASSES)
+    scalars = {ph.value for ph in graph.placeholders if ph.kind == "scalar"}
+    read = {v for n in optimized.nodes for v in n.input_values()}
+    assert scalars and scalars <= read
+
+
+def test_the_rewrite_table_lists_every_rewrite_with_its_condition():
+    table = rewrite_table()
+    for name, r in REWRITES.items():
+        assert f"`{name}`" in table and r.condition in table
+
+
+@pytest.mark.parametrize("name", sorted(REWRITES))
+def test_each_rewrite_names_its_ops_and_condition(name):
+    r = REWRITES[name]
+    assert r.ops and r.condition and r.pattern
+
+
+def test_backward_graphs_shrink_under_the_pipeline():
+    graph, _ = traced("gpt_backward")
+    optimized, report = optimize(graph, EXACT_PASSES)
+    assert len(optimized.nodes) < len(graph.nodes)
+    assert all(r["nodes_after"] <= r["nodes_before"] for r in report)
+
+
+def test_folded_constants_are_the_kernels_own_results():
+    graph, inputs = traced("constants")
+    optimized, _ = optimize(graph, ["constant_fold", "dce"])
+    (scale,) = [v for n in optimized.nodes for v in n.input_values() if v in optimized.constants]
+    np.testing.assert_array_equal(optimized.constants[scale],
+                                  np.ones(4, np.float32) * 2.0 + np.arange(4, dtype=np.float32))
