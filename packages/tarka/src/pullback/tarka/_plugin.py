@@ -1,3 +1,4 @@
-"""Plugin of pullback-tarka: registers nothing yet (the package is still empty)."""
+"""Plugin of pullback-tarka. It registers no ops: connectives, quantifiers and the semantic loss
+are compositions of core ops, so autograd and every transform apply unchanged."""
 
 pullback_hook_api = "1.0"
