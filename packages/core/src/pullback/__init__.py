@@ -14,15 +14,16 @@ __path__ = extend_path(__path__, __name__)
 from .__about__ import __version__  # noqa: E402
 from . import autograd, dtypes  # noqa: E402
 from ._ops import (  # noqa: E402
-    abs, add, all, amax, amin, any, argmax, argmin, bitwise_and, bitwise_not, bitwise_or,
-    bitwise_xor, broadcast_to, cat, ceil, chunk, clamp, clip, clone, concatenate, contiguous, cos,
+    abs, add, all, amax, amin, any, argmax, argmin, bitwise_and, bitwise_left_shift, bitwise_not,
+    bitwise_or, bitwise_right_shift, bitwise_xor, broadcast_to, cat, ceil, chunk, clamp, clip, clone, concatenate, contiguous, cos,
     cumsum, div, dot, einsum, eq, erf, exp, expand, expm1, flatten, flip, floor, floor_divide,
-    gather, ge, gelu, getitem, gt, index_select, isfinite, isinf, isnan, le, leaky_relu, log,
+    fmod, frac, gather, ge, gelu, getitem, gt, index_select, isfinite, isinf, isnan, le, leaky_relu, log,
     log1p, logical_and, logical_not, logical_or, logical_xor, logsumexp, lt, masked_fill, matmul,
     max, maximum, mean, min, minimum, mul, ne, neg, norm, one_hot, outer, pad, permute, pow, prod,
     reciprocal, relu, remainder, repeat, reshape, roll, round, rsqrt, scatter_add, sigmoid, sign,
     silu, sin, softplus, split, sqrt, square, squeeze, stack, std, sub, sum, sum_to, swapaxes,
-    take_along_axis, tanh, tile, transpose, tril, triu, unbind, unsqueeze, var, view, where,
+    take_along_axis, tanh, tile, transpose, tril, triu, trunc, unbind, unsqueeze, var, view,
+    where,
 )
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402
@@ -36,11 +37,12 @@ from .backends import Backend, Device, devices, is_available, synchronize  # noq
 device = Device  # pullback.device("cuda:0"), as torch.device
 from .dispatch import DispatchMode, apply  # noqa: E402
 from .dtypes import (  # noqa: E402
-    bfloat16, bool_, double, float16, float32, float64, get_default_dtype, half, int8, int16,
-    int32, int64, long, set_default_dtype, uint8,
+    bfloat16, bool_, can_cast, double, float16, float32, float64, get_default_dtype, half, int8,
+    int16, int32, int64, long, promote_types, result_type, set_default_dtype, uint8,
 )
 from .errors import (  # noqa: E402
-    AutogradError, DeviceError, DTypeError, IndexOutOfRangeError, PullbackError, ShapeError,
+    ArgumentError, AutogradError, AxisError, DeviceError, DTypeError, IndexOutOfRangeError,
+    PullbackError, ShapeError, UnsupportedDTypeError, UnsupportedError,
 )
 from .registry import Op, get_op  # noqa: E402
 from .tensor import Tensor  # noqa: E402

@@ -1,4 +1,24 @@
-"""Exception types. Each message names what was wrong: the op, shapes, dtypes, devices or file."""
+"""Exception types. Each message names what was wrong: the op, shapes, dtypes, devices or file.
+
+Every class also derives from the built-in exception PyTorch raises in the same situation, so
+``except RuntimeError:`` or ``except IndexError:`` in code ported from PyTorch still catches it:
+
+=========================  ==========================================  ==========================
+class                      situation                                   also a
+=========================  ==========================================  ==========================
+ShapeError                 shapes that do not fit an op                ValueError, RuntimeError
+AxisError                  a dim outside the tensor's range            ShapeError, IndexError
+DTypeError                 dtypes that cannot be combined or cast      TypeError, RuntimeError
+UnsupportedDTypeError      an op that has no kernel for a dtype        DTypeError,
+                                                                       NotImplementedError
+ArgumentError              an argument value an op does not accept     ValueError, RuntimeError
+UnsupportedError           a mode or feature that is not implemented   ArgumentError,
+                                                                       NotImplementedError
+IndexOutOfRangeError       an index outside the axis it indexes        IndexError
+DeviceError                tensors on different or unknown devices     RuntimeError
+AutogradError              misuse of autograd                          RuntimeError
+=========================  ==========================================  ==========================
+"""
 
 from __future__ import annotations
 
@@ -7,12 +27,36 @@ class PullbackError(Exception):
     """Base class of every error pullback raises on purpose."""
 
 
-class ShapeError(PullbackError, ValueError):
-    """Shapes that do not fit an op (broadcasting, matmul, reshape...)."""
+class ShapeError(PullbackError, ValueError, RuntimeError):
+    """Shapes that do not fit an op (broadcasting, matmul, reshape...).
+
+    A ValueError (as NumPy raises) and a RuntimeError (as PyTorch raises).
+    """
 
 
-class DTypeError(PullbackError, TypeError):
-    """A dtype an op cannot take, or two dtypes that cannot be combined."""
+class AxisError(ShapeError, IndexError):
+    """A dim (axis) outside the range of the tensor's dims: an IndexError, as in PyTorch
+    ("Dimension out of range") and NumPy (``numpy.exceptions.AxisError``)."""
+
+
+class DTypeError(PullbackError, TypeError, RuntimeError):
+    """A dtype an op cannot take, or two dtypes that cannot be combined or cast (PyTorch raises
+    RuntimeError there, e.g. "result type Float can't be cast to the desired output type Int")."""
+
+
+class UnsupportedDTypeError(DTypeError, NotImplementedError):
+    """An op that is not implemented for a dtype (bitwise ops on floats, shifts of floats): a
+    NotImplementedError, as PyTorch's "not implemented for 'Float'"."""
+
+
+class ArgumentError(PullbackError, ValueError, RuntimeError):
+    """An argument value an op does not accept (a rounding mode, an approximation name, a
+    negative size...): a ValueError, and the RuntimeError PyTorch raises."""
+
+
+class UnsupportedError(ArgumentError, NotImplementedError):
+    """A mode or feature that is not implemented (an unknown padding mode): PyTorch's
+    NotImplementedError."""
 
 
 class DeviceError(PullbackError, RuntimeError):
@@ -46,3 +90,7 @@ class CheckpointError(PullbackError, ValueError):
 class AnomalyError(PullbackError, RuntimeError):
     """Anomaly mode found a NaN or Inf: names the op, forward or backward, the inputs'
     statistics and the line of user code that created the op."""
+
+
+class DivisionByZeroError(PullbackError, ZeroDivisionError, RuntimeError):
+    """Integer division or remainder by zero (floating division gives inf or NaN instead)."""

@@ -41,6 +41,9 @@ class Op:
             it gets a version counter of its own.
         aux: the kernel returns ``(output, saved)``; ``saved`` is a tuple of raw arrays handed to
             the grad rule as the keyword ``saved`` (first-order backward only).
+        promotion: how the inputs are brought to one dtype before the kernel runs (a
+            :class:`pullback.promotion.Promotion`: ``COMMON``, ``FLOAT``, ``SAME``), as PyTorch
+            promotes; ``None`` (the default) hands the kernel the inputs as they are.
         family: the op's family (``"elementwise"``, ``"reduce"``, ``"shape"``, ``"index"``,
             ``"linalg"``, ...), so that one rule can cover many ops (backends parallelize
             elementwise kernels, the compiler fuses them, vmap batches them alike).
@@ -52,7 +55,8 @@ class Op:
 
     __slots__ = (
         "name", "generic", "kernels", "rules", "differentiable", "save_inputs", "save_output",
-        "view", "may_copy", "aux", "family", "doc", "_grad", "_grad_wants_needs", "__weakref__",
+        "view", "may_copy", "aux", "promotion", "family", "doc", "_grad", "_grad_wants_needs",
+        "__weakref__",
     )
 
     def __init__(
@@ -66,6 +70,7 @@ class Op:
         view: bool = False,
         may_copy: bool = False,
         aux: bool = False,
+        promotion: Any = None,
         family: str = "other",
         doc: str = "",
     ) -> None:
@@ -79,6 +84,7 @@ class Op:
         self.view = view
         self.may_copy = may_copy
         self.aux = aux
+        self.promotion = promotion
         self.family = family
         self.doc = doc
         self._grad: Callable[..., Any] | None = None

@@ -427,16 +427,16 @@ class Tensor:
         return apply(_E.DIV, other, self)
 
     def __floordiv__(self, other: Any) -> Tensor:
-        return apply(_E.FLOOR_DIVIDE, self, other)
+        return apply(_R.FLOOR_DIVIDE, self, other)
 
     def __rfloordiv__(self, other: Any) -> Tensor:
-        return apply(_E.FLOOR_DIVIDE, other, self)
+        return apply(_R.FLOOR_DIVIDE, other, self)
 
     def __mod__(self, other: Any) -> Tensor:
-        return apply(_E.REMAINDER, self, other)
+        return apply(_R.REMAINDER, self, other)
 
     def __rmod__(self, other: Any) -> Tensor:
-        return apply(_E.REMAINDER, other, self)
+        return apply(_R.REMAINDER, other, self)
 
     def __pow__(self, other: Any) -> Tensor:
         return apply(_E.POW, self, other)
@@ -478,18 +478,30 @@ class Tensor:
         return apply(_E.GREATER_EQUAL, self, other)
 
     def __and__(self, other: Any) -> Tensor:
-        return apply(_E.LOGICAL_AND if self.dtype.kind == "b" else _E.BITWISE_AND, self, other)
+        return apply(_E.LOGICAL_AND if _both_bool(self, other) else _B.BITWISE_AND, self, other)
 
     def __or__(self, other: Any) -> Tensor:
-        return apply(_E.LOGICAL_OR if self.dtype.kind == "b" else _E.BITWISE_OR, self, other)
+        return apply(_E.LOGICAL_OR if _both_bool(self, other) else _B.BITWISE_OR, self, other)
 
     def __xor__(self, other: Any) -> Tensor:
-        return apply(_E.LOGICAL_XOR if self.dtype.kind == "b" else _E.BITWISE_XOR, self, other)
+        return apply(_E.LOGICAL_XOR if _both_bool(self, other) else _B.BITWISE_XOR, self, other)
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def __invert__(self) -> Tensor:
-        return apply(_E.LOGICAL_NOT if self.dtype.kind == "b" else _E.BITWISE_NOT, self)
+        return apply(_E.LOGICAL_NOT if self.dtype.kind == "b" else _B.BITWISE_NOT, self)
+
+    def __lshift__(self, other: Any) -> Tensor:
+        return apply(_B.LEFT_SHIFT, self, other)
+
+    def __rlshift__(self, other: Any) -> Tensor:
+        return apply(_B.LEFT_SHIFT, other, self)
+
+    def __rshift__(self, other: Any) -> Tensor:
+        return apply(_B.RIGHT_SHIFT, self, other)
+
+    def __rrshift__(self, other: Any) -> Tensor:
+        return apply(_B.RIGHT_SHIFT, other, self)
 
     # -- in-place operators ----------------------------------------------------------------------
     def __iadd__(self, other: Any) -> Tensor:
@@ -571,6 +583,13 @@ class Tensor:
         def __getattr__(self, name: str) -> Any: ...
 
 
+def _both_bool(x: Tensor, other: Any) -> builtins.bool:
+    """``&``, ``|``, ``^`` are logical between bools, bitwise (promoting) otherwise: a bool
+    tensor ``& 3`` is int64, as in PyTorch."""
+    return x.dtype.kind == "b" and (other.__class__ is builtins.bool or (
+        isinstance(other, Tensor) and other.dtype.kind == "b"))
+
+
 class _HookHandle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
 
@@ -592,7 +611,7 @@ def _install_methods() -> None:
 
 # Imported last: the op modules need the Tensor class defined above.
 from . import _ops  # noqa: E402
-from ._ops import elementwise as _E  # noqa: E402
+from ._ops import bitwise as _B, elementwise as _E, rounding as _R  # noqa: E402
 from .dispatch import apply, notify_host_read  # noqa: E402
 from .dispatch import state as _dispatch_state  # noqa: E402
 

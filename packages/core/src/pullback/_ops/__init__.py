@@ -7,13 +7,16 @@ from typing import Any
 from ..dispatch import apply
 from ..errors import ShapeError
 from .conversion import clone, contiguous, to
+from .bitwise import (
+    bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
+)
 from .elementwise import (
-    abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp, clip, cos, div, eq,
-    erf, exp, expm1, floor, floor_divide, ge, gelu, gt, isfinite, isinf, isnan, le, leaky_relu,
-    log, log1p, logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul, ne,
-    neg, pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, silu, sin, softplus, sqrt,
+    abs, add, clamp, clip, cos, eq, erf, exp, expm1, ge, gelu, gt, isfinite, isinf, isnan, le,
+    leaky_relu, log, log1p, logical_and, logical_not, logical_or, logical_xor, lt, maximum,
+    minimum, mul, ne, neg, pow, reciprocal, relu, rsqrt, sigmoid, silu, sin, softplus, sqrt,
     square, sub, tanh, where,
 )
+from .rounding import ceil, div, floor, floor_divide, fmod, frac, remainder, round, sign, trunc
 from .index import (
     gather, getitem, index_select, masked_fill, one_hot, scatter_add, take_along_axis,
 )
@@ -62,5 +65,7 @@ TENSOR_METHODS = (
     "any", "reshape", "view", "flatten", "permute", "transpose", "swapaxes", "squeeze",
     "unsqueeze", "expand", "broadcast_to", "split", "chunk", "unbind", "flip", "roll", "repeat",
     "tile", "tril", "triu", "gather", "scatter_add", "index_select", "masked_fill",
-    "take_along_axis", "matmul", "dot", "outer", "sum_to", "floor_divide", "remainder",
+    "take_along_axis", "matmul", "dot", "outer", "sum_to", "floor_divide", "remainder", "fmod",
+    "trunc", "frac", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_left_shift", "bitwise_right_shift",
 )

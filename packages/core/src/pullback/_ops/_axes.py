@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
-from ..errors import ShapeError
+from ..errors import AxisError, ShapeError
 
 
 def normalize_axes(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
     """``axis`` (None, int or sequence) as a sorted tuple of non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out = []
     for a in axes:
+        try:
+            a = operator.index(a)
+        except TypeError:
+            raise TypeError(f"{op}: an axis must be an int, got {a!r} "
+                            f"({type(a).__name__})") from None
         if not -max(ndim, 1) <= a < max(ndim, 1):
-            raise ShapeError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
+            raise AxisError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims "
+                            f"(expected in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])")
         out.append(a % max(ndim, 1))
     if len(set(out)) != len(out):
         raise ShapeError(f"{op}: repeated axis in {axis}")

@@ -1,7 +1,8 @@
 """Collects the ops core declares, so that core's own plugin registers them through the hooks.
 
 A core op's family is the module that declares it (``elementwise``, ``reduce``, ``shape``,
-``index``, ``linalg``); the copy op of ``conversion`` counts as elementwise.
+``index``, ``linalg``); the copy op of ``conversion`` and the ops of ``rounding`` and ``bitwise``
+count as elementwise.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from ..registry import Op
 
 CORE_OPS: list[Op] = []
 
-_FAMILY_OF_MODULE = {"conversion": "elementwise"}
+_FAMILY_OF_MODULE = {"conversion": "elementwise", "rounding": "elementwise",
+                     "bitwise": "elementwise"}
 
 
 def declare(op: Op) -> Op:

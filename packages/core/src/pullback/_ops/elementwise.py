@@ -14,6 +14,8 @@ from typing import Any
 
 from ..dispatch import apply
 from ..dtypes import bfloat16, is_floating
+from ..errors import ArgumentError
+from ..promotion import COMMON, FLOAT, Promotion
 from ..registry import Op
 from ._declare import declare
 from ._erf32 import phi32
@@ -57,13 +59,20 @@ def _binary_kernel(name: str) -> Any:
 
 # -- binary arithmetic ------------------------------------------------------------------------
 
-ADD = declare(Op("add", _binary_kernel("add"), save_inputs=False, doc="x + y"))
-SUB = declare(Op("sub", _binary_kernel("subtract"), save_inputs=False, doc="x - y"))
-MUL = declare(Op("mul", _binary_kernel("multiply"), doc="x * y"))
-DIV = declare(Op("div", _binary_kernel("true_divide"), save_output=True, doc="x / y"))
-POW = declare(Op("pow", _binary_kernel("power"), save_output=True, doc="x ** y"))
-MAXIMUM = declare(Op("maximum", _binary_kernel("maximum"), doc="elementwise max"))
-MINIMUM = declare(Op("minimum", _binary_kernel("minimum"), doc="elementwise min"))
+# Promotion (pullback.promotion) as PyTorch: COMMON casts the operands to their result type,
+# FLOAT also turns integer results into the default dtype (true division, exp, sigmoid...).
+ADD = declare(Op("add", _binary_kernel("add"), save_inputs=False, promotion=COMMON, doc="x + y"))
+SUB = declare(Op("sub", _binary_kernel("subtract"), save_inputs=False, promotion=COMMON,
+                 doc="x - y"))
+MUL = declare(Op("mul", _binary_kernel("multiply"), promotion=COMMON, doc="x * y"))
+DIV = declare(Op("div", _binary_kernel("true_divide"), save_output=True, promotion=FLOAT,
+                 doc="x / y"))
+POW = declare(Op("pow", _binary_kernel("power"), save_output=True, promotion=COMMON,
+                 doc="x ** y"))
+MAXIMUM = declare(Op("maximum", _binary_kernel("maximum"), promotion=COMMON,
+                     doc="elementwise max"))
+MINIMUM = declare(Op("minimum", _binary_kernel("minimum"), promotion=COMMON,
+                     doc="elementwise min"))
 
 
 @ADD.def_grad
@@ -108,9 +117,11 @@ def _pow_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any
             if x == 0:
                 gy = F.where(F.greater_equal(y, 0), 0.0, gy)
         else:
-            safe = F.where(F.equal(x, 0), 1.0, x)
-            gy = F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0,
-                         g * out * F.log(safe))
+            # log(0) is -inf: with a negative exponent out * log(x) is -inf, as in PyTorch
+            # (spelled without evaluating log(0), which NumPy warns about).
+            zero = F.equal(x, 0)
+            log_x = F.where(zero, -math.inf, F.log(F.where(zero, 1.0, x)))
+            gy = F.where(F.logical_and(zero, F.greater_equal(y, 0)), 0.0, g * out * log_x)
     return gx, gy
 
 
@@ -135,22 +146,27 @@ def _extremum_grad(F: Any, g: Any, x_loses: Any, y_loses: Any, tie: Any) -> tupl
 
 # -- unary math -------------------------------------------------------------------------------
 
+# Ops that keep their input's dtype (neg, abs, square) and float-valued ones (FLOAT: integers
+# become the default dtype).
 NEG = declare(Op("neg", lambda xp: xp.negative, save_inputs=False, doc="-x"))
 ABS = declare(Op("abs", lambda xp: xp.abs, doc="|x|"))
-EXP = declare(Op("exp", lambda xp: xp.exp, save_inputs=False, save_output=True, doc="e^x"))
-LOG = declare(Op("log", lambda xp: xp.log, doc="natural log"))
-LOG1P = declare(Op("log1p", lambda xp: xp.log1p, doc="log(1 + x)"))
+EXP = declare(Op("exp", lambda xp: xp.exp, save_inputs=False, save_output=True, promotion=FLOAT,
+                 doc="e^x"))
+LOG = declare(Op("log", lambda xp: xp.log, promotion=FLOAT, doc="natural log"))
+LOG1P = declare(Op("log1p", lambda xp: xp.log1p, promotion=FLOAT, doc="log(1 + x)"))
 EXPM1 = declare(Op("expm1", lambda xp: xp.expm1, save_inputs=False, save_output=True,
-                   doc="e^x - 1"))
-SQRT = declare(Op("sqrt", lambda xp: xp.sqrt, save_inputs=False, save_output=True, doc="sqrt"))
+                   promotion=FLOAT, doc="e^x - 1"))
+SQRT = declare(Op("sqrt", lambda xp: xp.sqrt, save_inputs=False, save_output=True,
+                  promotion=FLOAT, doc="sqrt"))
 RSQRT = declare(Op("rsqrt", lambda xp: lambda x: xp.reciprocal(xp.sqrt(x)), save_inputs=False,
-                   save_output=True, doc="1/sqrt(x)"))
+                   save_output=True, promotion=FLOAT, doc="1/sqrt(x)"))
 SQUARE = declare(Op("square", lambda xp: xp.square, doc="x^2"))
 RECIPROCAL = declare(Op("reciprocal", lambda xp: xp.reciprocal, save_inputs=False,
-                        save_output=True, doc="1/x"))
-SIN = declare(Op("sin", lambda xp: xp.sin, doc="sine"))
-COS = declare(Op("cos", lambda xp: xp.cos, doc="cosine"))
-TANH = declare(Op("tanh", lambda xp: xp.tanh, save_inputs=False, save_output=True, doc="tanh"))
+                        save_output=True, promotion=FLOAT, doc="1/x"))
+SIN = declare(Op("sin", lambda xp: xp.sin, promotion=FLOAT, doc="sine"))
+COS = declare(Op("cos", lambda xp: xp.cos, promotion=FLOAT, doc="cosine"))
+TANH = declare(Op("tanh", lambda xp: xp.tanh, save_inputs=False, save_output=True,
+                  promotion=FLOAT, doc="tanh"))
 
 
 def _erf_kernel(xp: Any) -> Any:
@@ -164,7 +180,7 @@ def _erf_kernel(xp: Any) -> Any:
     return kernel
 
 
-ERF = declare(Op("erf", _erf_kernel, doc="error function"))
+ERF = declare(Op("erf", _erf_kernel, promotion=FLOAT, doc="error function"))
 
 
 def _special(xp: Any) -> Any:
@@ -254,12 +270,17 @@ def _gelu_kernel(xp: Any) -> Any:
     return gelu
 
 
+# Activations other than relu are float-valued (PyTorch refuses integers for most of them;
+# pullback computes them in the default dtype, as it does exp).
 SIGMOID = declare(Op("sigmoid", _sigmoid_kernel, save_inputs=False, save_output=True,
-                     doc="1 / (1 + e^-x)"))
+                     promotion=FLOAT, doc="1 / (1 + e^-x)"))
 RELU = declare(Op("relu", _relu_kernel, save_inputs=False, save_output=True, doc="max(x, 0)"))
-LEAKY_RELU = declare(Op("leaky_relu", _leaky_relu_kernel, doc="x if x > 0 else slope * x"))
-SOFTPLUS = declare(Op("softplus", _softplus_kernel, doc="log(1 + e^(beta x)) / beta"))
-GELU = declare(Op("gelu", _gelu_kernel, doc="x * Phi(x) (exact or tanh approximation)"))
+LEAKY_RELU = declare(Op("leaky_relu", _leaky_relu_kernel, promotion=FLOAT,
+                        doc="x if x > 0 else slope * x"))
+SOFTPLUS = declare(Op("softplus", _softplus_kernel, promotion=FLOAT,
+                      doc="log(1 + e^(beta x)) / beta"))
+GELU = declare(Op("gelu", _gelu_kernel, promotion=FLOAT,
+                  doc="x * Phi(x) (exact or tanh approximation)"))
 
 
 def _silu_kernel(xp: Any) -> Any:
@@ -267,7 +288,7 @@ def _silu_kernel(xp: Any) -> Any:
     return lambda x: x * sigmoid(x)
 
 
-SILU = declare(Op("silu", _silu_kernel, doc="x * sigmoid(x)"))
+SILU = declare(Op("silu", _silu_kernel, promotion=FLOAT, doc="x * sigmoid(x)"))
 
 SIGMOID.def_grad(lambda F, g, out, x: (F.sigmoid_backward(g, out),))
 
@@ -401,7 +422,8 @@ def _where_kernel(xp: Any) -> Any:
     return where
 
 
-WHERE = declare(Op("where", _where_kernel, doc="cond ? x : y"))
+WHERE = declare(Op("where", _where_kernel, promotion=Promotion("common", args=(1, 2)),
+                   doc="cond ? x : y"))
 
 
 @WHERE.def_grad
@@ -430,27 +452,23 @@ def _no_grad_op(name: str, make: Any, doc: str) -> Op:
     return declare(Op(name, make, differentiable=False, doc=doc))
 
 
-FLOOR_DIVIDE = _no_grad_op("floor_divide", _binary_kernel("floor_divide"), "x // y")
-REMAINDER = _no_grad_op("remainder", _binary_kernel("remainder"), "x % y (sign of y)")
-SIGN = _no_grad_op("sign", lambda xp: xp.sign, "sign of x")
-FLOOR = _no_grad_op("floor", lambda xp: xp.floor, "round down")
-CEIL = _no_grad_op("ceil", lambda xp: xp.ceil, "round up")
-ROUND = _no_grad_op("round", lambda xp: lambda x, decimals=0: xp.round(x, decimals),
-                    "round half to even")
-EQUAL = _no_grad_op("equal", _binary_kernel("equal"), "x == y")
-NOT_EQUAL = _no_grad_op("not_equal", _binary_kernel("not_equal"), "x != y")
-LESS = _no_grad_op("less", _binary_kernel("less"), "x < y")
-LESS_EQUAL = _no_grad_op("less_equal", _binary_kernel("less_equal"), "x <= y")
-GREATER = _no_grad_op("greater", _binary_kernel("greater"), "x > y")
-GREATER_EQUAL = _no_grad_op("greater_equal", _binary_kernel("greater_equal"), "x >= y")
+# Comparisons compare in the operands' result type (a float32 tensor against a float64 0-d
+# tensor compares in float32, as in PyTorch).
+def _comparison(name: str, ufunc: str, doc: str) -> Op:
+    return declare(Op(name, _binary_kernel(ufunc), differentiable=False, promotion=COMMON,
+                      doc=doc))
+
+
+EQUAL = _comparison("equal", "equal", "x == y")
+NOT_EQUAL = _comparison("not_equal", "not_equal", "x != y")
+LESS = _comparison("less", "less", "x < y")
+LESS_EQUAL = _comparison("less_equal", "less_equal", "x <= y")
+GREATER = _comparison("greater", "greater", "x > y")
+GREATER_EQUAL = _comparison("greater_equal", "greater_equal", "x >= y")
 LOGICAL_AND = _no_grad_op("logical_and", lambda xp: xp.logical_and, "x and y")
 LOGICAL_OR = _no_grad_op("logical_or", lambda xp: xp.logical_or, "x or y")
 LOGICAL_XOR = _no_grad_op("logical_xor", lambda xp: xp.logical_xor, "x xor y")
 LOGICAL_NOT = _no_grad_op("logical_not", lambda xp: xp.logical_not, "not x")
-BITWISE_AND = _no_grad_op("bitwise_and", lambda xp: xp.bitwise_and, "x & y")
-BITWISE_OR = _no_grad_op("bitwise_or", lambda xp: xp.bitwise_or, "x | y")
-BITWISE_XOR = _no_grad_op("bitwise_xor", lambda xp: xp.bitwise_xor, "x ^ y")
-BITWISE_NOT = _no_grad_op("bitwise_not", lambda xp: xp.invert, "~x")
 ISNAN = _no_grad_op("isnan", lambda xp: xp.isnan, "x is NaN")
 ISINF = _no_grad_op("isinf", lambda xp: xp.isinf, "x is +-Inf")
 ISFINITE = _no_grad_op("isfinite", lambda xp: xp.isfinite, "x is finite")
@@ -473,15 +491,6 @@ def mul(x: Any, y: Any) -> Any:
     return apply(MUL, x, y)
 
 
-def div(x: Any, y: Any, *, rounding_mode: str | None = None) -> Any:
-    """``x / y``; ``rounding_mode="floor"`` gives floor division (no gradient)."""
-    if rounding_mode == "floor":
-        return apply(FLOOR_DIVIDE, x, y)
-    if rounding_mode is not None:
-        raise ValueError(f"div: rounding_mode must be None or 'floor', got {rounding_mode!r}")
-    return apply(DIV, x, y)
-
-
 def pow(x: Any, y: Any) -> Any:  # noqa: A001
     """``x ** y``; either may be a Tensor or a Python number."""
     return apply(POW, x, y)
@@ -493,10 +502,15 @@ def clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     As in PyTorch, where ``x`` sits exactly on a bound the gradient goes to ``x``, and where
     ``min > max`` the result is ``max``.
     """
+    from ..dtypes import result_type
     from ..tensor import Tensor
 
     if min is None and max is None:
-        raise TypeError("clamp: at least one of min and max must be given")
+        raise ArgumentError("clamp: at least one of min and max must be given")
+    # As PyTorch, x and its bounds promote together: clamp(int_tensor, min=2.5) is float32.
+    dtype = result_type(x, *(b for b in (min, max) if b is not None))
+    if dtype != x.dtype:
+        x = apply(CAST, x, dtype=dtype)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         # where(), not maximum/minimum: those split the gradient with the bound on ties.
         out = x
@@ -524,18 +538,13 @@ def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
 def gelu(x: Any, approximate: str = "none") -> Any:
     """Gaussian error linear unit; ``approximate="tanh"`` for the GPT-2 approximation."""
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return apply(GELU, x, approximate=approximate)
 
 
 def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
     return apply(SOFTPLUS, x, beta=beta, threshold=threshold)
-
-
-def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001
-    """Round half to even (no gradient)."""
-    return apply(ROUND, x, decimals=decimals)
 
 
 def _unary(op: Op) -> Any:
@@ -559,13 +568,9 @@ def _binary(op: Op) -> Any:
 neg, abs, exp, log, log1p, expm1 = map(_unary, (NEG, ABS, EXP, LOG, LOG1P, EXPM1))  # noqa: A001
 sqrt, rsqrt, square, reciprocal = map(_unary, (SQRT, RSQRT, SQUARE, RECIPROCAL))
 sin, cos, tanh, erf, sigmoid, relu, silu = map(_unary, (SIN, COS, TANH, ERF, SIGMOID, RELU, SILU))
-sign, floor, ceil = map(_unary, (SIGN, FLOOR, CEIL))
-logical_not, bitwise_not, isnan, isinf, isfinite = map(
-    _unary, (LOGICAL_NOT, BITWISE_NOT, ISNAN, ISINF, ISFINITE)
-)
-maximum, minimum, floor_divide, remainder = map(_binary, (MAXIMUM, MINIMUM, FLOOR_DIVIDE, REMAINDER))
+logical_not, isnan, isinf, isfinite = map(_unary, (LOGICAL_NOT, ISNAN, ISINF, ISFINITE))
+maximum, minimum = map(_binary, (MAXIMUM, MINIMUM))
 eq, ne, lt, le, gt, ge = map(
     _binary, (EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL)
 )
 logical_and, logical_or, logical_xor = map(_binary, (LOGICAL_AND, LOGICAL_OR, LOGICAL_XOR))
-bitwise_and, bitwise_or, bitwise_xor = map(_binary, (BITWISE_AND, BITWISE_OR, BITWISE_XOR))

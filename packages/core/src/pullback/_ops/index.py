@@ -13,6 +13,7 @@ import numpy as np
 
 from ..dispatch import apply
 from ..errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..promotion import Promotion
 from ..registry import Op
 from ._axes import normalize_axes
 from ._declare import declare
@@ -162,6 +163,7 @@ def _scatter_add_kernel(xp: Any) -> Any:
 GATHER_SCATTER_ADD = declare(Op("gather_scatter_add", _gather_scatter_add_kernel,
                                 save_inputs=False, doc="gather's gradient"))
 SCATTER_ADD = declare(Op("scatter_add", _scatter_add_kernel, save_inputs=False,
+                         promotion=Promotion("same", args=(0, 2)),
                          doc="x with src added at index along an axis"))
 GATHER.def_grad(lambda F, g, out, x, idx, axis: (
     F.gather_scatter_add(g, idx, axis=axis, shape=tuple(x.shape)), None))

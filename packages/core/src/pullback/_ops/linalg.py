@@ -7,6 +7,7 @@ from typing import Any
 
 from ..dispatch import apply
 from ..errors import ShapeError
+from ..promotion import SAME
 from ..registry import Op
 from ._declare import declare
 
@@ -27,7 +28,9 @@ def _matmul_kernel(xp: Any) -> Any:
     return matmul
 
 
-MATMUL = declare(Op("matmul", _matmul_kernel, doc="matrix product (NumPy semantics)"))
+# PyTorch refuses to mix dtypes in a matrix product (SAME): no silent float64 GEMM.
+MATMUL = declare(Op("matmul", _matmul_kernel, promotion=SAME,
+                    doc="matrix product (NumPy semantics)"))
 
 
 @MATMUL.def_grad
@@ -108,7 +111,7 @@ def _einsum_kernel(xp: Any) -> Any:
     return einsum
 
 
-EINSUM = declare(Op("einsum", _einsum_kernel, doc="Einstein summation"))
+EINSUM = declare(Op("einsum", _einsum_kernel, promotion=SAME, doc="Einstein summation"))
 
 
 @EINSUM.def_grad

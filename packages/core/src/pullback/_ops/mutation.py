@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..dispatch import state
+from ..dtypes import can_cast
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 
@@ -25,20 +26,26 @@ def _check_leaf(t: Tensor, name: str) -> None:
         )
 
 
+def _check_castable(result_dtype: Any, t: Tensor, name: str) -> None:
+    """PyTorch's rule: an in-place op computes in the promoted dtype, then stores into the
+    tensor's dtype, which must not lose the kind (a float result into ints, ints into bool)."""
+    if not can_cast(result_dtype, t.dtype):
+        raise DTypeError(
+            f"{name}: result type {result_dtype} can't be cast to the desired output type "
+            f"{t.dtype} (an in-place op keeps the tensor's dtype; use the out-of-place op)"
+        )
+
+
 def _write(t: Tensor, result: Any, name: str) -> None:
     if tuple(result.shape) != tuple(t.shape):
         raise ShapeError(
             f"{name}: the result has shape {tuple(result.shape)} but the tensor written in place "
             f"has shape {tuple(t.shape)}"
         )
+    _check_castable(result.dtype, t, name)
     xp = t.device.backend.xp
     try:
-        xp.copyto(t.array, result, casting="same_kind")
-    except TypeError:
-        raise DTypeError(
-            f"{name}: result dtype {result.dtype} cannot be stored in place into a tensor of "
-            f"dtype {t.dtype}"
-        ) from None
+        xp.copyto(t.array, result, casting="unsafe")
     except ValueError as exc:  # read-only (e.g. a broadcast view)
         raise AutogradError(f"{name}: cannot write into this tensor in place ({exc})") from None
 
@@ -60,7 +67,8 @@ def inplace(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> 
         if tuple(result.shape) != tuple(t.shape):
             raise ShapeError(f"{name}: result shape {tuple(result.shape)} != {tuple(t.shape)}")
         if result.dtype != t.dtype:
-            raise DTypeError(f"{name}: result dtype {result.dtype} != tensor dtype {t.dtype}")
+            _check_castable(result.dtype, t, name)
+            result = result.to(t.dtype)
         # Re-point instead of overwriting: arrays saved by earlier nodes stay intact, so the old
         # version counter is left alone and the tensor gets a fresh one for its new array.
         t.array = result.array

@@ -12,7 +12,9 @@ import math
 from typing import Any, Callable
 
 from ..dispatch import apply
+from ..dtypes import int64, to_dtype
 from ..errors import ShapeError
+from ..promotion import FLOAT
 from ..registry import Op
 from ._axes import kept_shape, normalize_axes, pick_axis, to_axis_attr
 from ._declare import declare
@@ -57,7 +59,8 @@ def _amin_kernel(xp: Any) -> Any:
 
 
 SUM = declare(Op("sum", _sum_kernel, save_inputs=False, doc="sum over axes"))
-MEAN = declare(Op("mean", _mean_kernel, save_inputs=False, doc="mean over axes"))
+MEAN = declare(Op("mean", _mean_kernel, save_inputs=False, promotion=FLOAT,
+                  doc="mean over axes"))
 PROD = declare(Op("prod", _prod_kernel, save_output=True, doc="product over axes"))
 AMAX = declare(Op("amax", _amax_kernel, save_output=True, doc="max over axes"))
 AMIN = declare(Op("amin", _amin_kernel, save_output=True, doc="min over axes"))
@@ -171,7 +174,7 @@ def _logsumexp_kernel(xp: Any) -> Any:
     return _accumulating(xp, logsumexp)
 
 
-LOGSUMEXP = declare(Op("logsumexp", _logsumexp_kernel, save_output=True,
+LOGSUMEXP = declare(Op("logsumexp", _logsumexp_kernel, save_output=True, promotion=FLOAT,
                        doc="log(sum(exp(x))) over axes, stable"))
 
 
@@ -187,7 +190,8 @@ def _norm2_kernel(xp: Any) -> Any:
         xp.sum(x * x, axis=axis, keepdims=keepdims)))
 
 
-NORM2 = declare(Op("norm2", _norm2_kernel, save_output=True, doc="Euclidean norm over axes"))
+NORM2 = declare(Op("norm2", _norm2_kernel, save_output=True, promotion=FLOAT,
+                   doc="Euclidean norm over axes"))
 
 
 @NORM2.def_grad
@@ -259,21 +263,44 @@ def _checked_axis(x: Any, axis: Any, dim: Any, name: str, single: bool = False) 
     if single and not isinstance(axis, int):
         raise ShapeError(f"{name}: expects one axis (an int) or None, got {axis!r}")
     normalize_axes(axis, x.ndim, name)
-    return axis
+    # A 0-d tensor has one "axis", 0 or -1 (alone or in a tuple), as in PyTorch: all of it.
+    return None if x.ndim == 0 else axis
 
 
-def _reduction(op: Op, single: bool = False) -> Any:
+def _accumulation_input(x: Any, dtype: Any) -> Any:
+    """``x`` cast for sum, prod and cumsum: to ``dtype`` when given (PyTorch casts the input
+    first), else integers and bools to int64 (PyTorch's accumulation type; NumPy's would give
+    uint64 for uint8)."""
+    if dtype is not None:
+        dtype = to_dtype(dtype)
+    elif x.dtype.kind in "biu":
+        dtype = int64
+    return x if dtype is None or dtype == x.dtype else x.to(dtype)
+
+
+def _reduction(op: Op, single: bool = False, accumulates: bool = False) -> Any:
     def fn(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,
-           keepdim: bool | None = None) -> Any:
+           keepdim: bool | None = None, dtype: Any = None) -> Any:
         axis = _checked_axis(x, axis, dim, op.name, single)
+        if accumulates:
+            x = _accumulation_input(x, dtype)
+        elif dtype is not None:
+            x = x.to(to_dtype(dtype))
         return apply(op, x, axis=axis, keepdims=keepdim if keepdim is not None else keepdims)
 
     fn.__name__ = op.name
     fn.__doc__ = f"{op.doc[0].upper()}{op.doc[1:]} (``axis``/``dim``, ``keepdims``/``keepdim``)."
+    if accumulates:
+        fn.__doc__ += (" Integers and bools accumulate in int64; ``dtype=`` casts the input "
+                       "first, as in PyTorch.")
+    elif op is MEAN:
+        fn.__doc__ += (" Integers give the default dtype; ``dtype=`` casts the input first, as "
+                       "in PyTorch.")
     return fn
 
 
-sum, mean, prod, amax, amin = map(_reduction, (SUM, MEAN, PROD, AMAX, AMIN))  # noqa: A001
+sum, prod = _reduction(SUM, accumulates=True), _reduction(PROD, accumulates=True)  # noqa: A001
+mean, amax, amin = map(_reduction, (MEAN, AMAX, AMIN))
 logsumexp = _reduction(LOGSUMEXP)
 argmax, argmin = _reduction(ARGMAX, single=True), _reduction(ARGMIN, single=True)
 all, any = _reduction(ALL), _reduction(ANY)  # noqa: A001
@@ -379,12 +406,14 @@ def norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False, *,  # n
     raise ValueError(f"norm: unsupported ord {ord!r}")
 
 
-def cumsum(x: Any, axis: int | None = None, *, dim: int | None = None) -> Any:
-    """Cumulative sum along one axis."""
+def cumsum(x: Any, axis: int | None = None, *, dim: int | None = None, dtype: Any = None) -> Any:
+    """Cumulative sum along one axis (integers and bools accumulate in int64; ``dtype=``
+    casts the input first, as in PyTorch)."""
     axis = pick_axis(axis, dim)
     if axis is None:
         raise TypeError("cumsum: an axis is required")
-    return apply(CUMSUM, x, axis=normalize_axes(axis, x.ndim, "cumsum")[0])
+    return apply(CUMSUM, _accumulation_input(x, dtype),
+                 axis=normalize_axes(axis, x.ndim, "cumsum")[0])
 
 
 def sum_to(x: Any, shape: tuple[int, ...]) -> Any:

@@ -113,13 +113,26 @@ def compare_with_torch(torch: Any, record: OpRecord, dtype: str, sample: Sample,
 
 
 def _non_differentiable_problems(record: OpRecord, sample: Sample) -> list[str]:
-    """A non-differentiable op given inputs that require grad must give outputs that don't."""
+    """A non-differentiable op given inputs that require grad must give outputs that don't,
+    or (PyTorch's floor_divide) outputs whose backward raises an error naming the op: never a
+    gradient that silently skips the op."""
+    from ..errors import AutogradError
     from .compare import flatten_outputs
 
     bound = sample.bind(PullbackFramework().factory, differentiable=True)
     if not bound.leaves:
         return []
     outs = flatten_outputs(bound.call(record.fn))
-    return [f"output {i} requires grad, but '{record.name}' is declared non-differentiable"
-            for i, o in enumerate(outs) if o.requires_grad]
+    problems = []
+    for i, o in enumerate(outs):
+        if not o.requires_grad:
+            continue
+        try:
+            o.sum().backward()
+        except AutogradError as exc:
+            if any(op in str(exc) for op in record.ops):
+                continue
+        problems.append(f"output {i} requires grad, but '{record.name}' is declared "
+                        "non-differentiable and its backward does not raise an error naming it")
+    return problems
 

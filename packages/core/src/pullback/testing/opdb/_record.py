@@ -185,7 +185,7 @@ class Sample:
             values and first derivatives are compared with PyTorch (whose conventions for
             such points pullback follows).
         dtype_note: non-empty where pullback's result dtype deliberately differs from
-            PyTorch's (NumPy promotion); it says why, and only the values are compared.
+            PyTorch's (see docs/semantics.md); it says why, and only the values are compared.
     """
 
     args: tuple[Any, ...]
