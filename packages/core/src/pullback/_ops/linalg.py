@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import string
 from typing import Any
 
@@ -17,7 +18,8 @@ def _matmul_kernel(xp: Any) -> Any:
         if x.ndim > 2 and y.ndim == 2:
             # A stack of matrices times one matrix is one GEMM over the folded rows; NumPy would
             # loop over the stack (measured 20-40x slower for (32, 64, 128) @ (128, 384)).
-            rows = xp.matmul(x.reshape(-1, x.shape[-1]), y)
+            # (reshape(-1, k) cannot infer the row count of an empty stack)
+            rows = xp.matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y)
             out = rows.reshape(x.shape[:-1] + (y.shape[-1],))
         else:
             out = xp.matmul(x, y)
