@@ -11,8 +11,8 @@ from pullback.tensor import Tensor
 def keep_mask(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
     """A tensor of ``1/(1-p)`` (kept, with probability ``1-p``) and ``0`` (dropped)."""
     u = pullback.rand(*shape, dtype="float32", device=like.device)
-    keep = (u.array >= p).astype(like.dtype) * like.dtype.type(1.0 / (1.0 - p))
-    return Tensor._wrap(keep.astype(like.dtype, copy=False), like.device)
+    # Ops, not array code: under vmap(randomness="different") u holds one draw per sample.
+    return (u >= p).to(like.dtype) * (1.0 / (1.0 - p))
 
 
 def check_p(where: str, p: Any) -> float:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 import pullback
 from pullback.dispatch import apply
@@ -109,13 +108,12 @@ def _class_targets(where: str, input: Tensor, target: Tensor, ignore_index: int)
 def _target_weights(weight: Tensor | None, flat_target: Tensor, ignore_index: int,
                     like: Tensor) -> Tensor:
     """Per-row weight ``weight[target]`` (1 without weights), 0 on ignored rows."""
-    valid = flat_target.array != ignore_index
+    # Ops, not array code, so that vmap batches the weights with the targets.
+    valid = flat_target != ignore_index
     if weight is None:
-        w = valid.astype(like.dtype)
-    else:
-        safe = np.where(valid, flat_target.array, 0)
-        w = np.where(valid, weight.detach().array[safe], 0).astype(like.dtype)
-    return Tensor._wrap(like.device.backend.asarray(w), like.device)
+        return valid.to(like.dtype)
+    picked = pullback.index_select(weight.detach(), 0, pullback.where(valid, flat_target, 0))
+    return pullback.where(valid, picked, 0.0).to(like.dtype)
 
 
 def _unbatched(input: Tensor, target: Tensor, soft: bool) -> tuple[Tensor, Tensor]:
@@ -160,7 +158,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         logp = log_softmax(logits, dim=1)
         if weight is not None:
             logp = logp * weight.detach()
-        valid = Tensor._wrap(flat_target.array != ignore_index, input.device)
+        valid = flat_target != ignore_index
         smooth = pullback.where(valid, -logp.sum(axis=1), 0.0)
     if reduction == "none":
         loss = nll * (1 - label_smoothing) if smooth is not None else nll
@@ -174,7 +172,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return total
     if row_weight is None:
         row_weight = _target_weights(None, flat_target, ignore_index, input)
-    return total / float(row_weight.array.sum())
+    return total / row_weight.sum()
 
 
 def _soft_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
@@ -202,8 +200,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return loss[0] if reduction == "none" else loss
     flat_target = _class_targets(where, input, target, ignore_index)
     logp = _classes_last(input)
-    valid = flat_target.array != ignore_index
-    safe = Tensor._wrap(np.where(valid, flat_target.array, 0).reshape(-1, 1), input.device)
+    safe = pullback.where(flat_target != ignore_index, flat_target, 0).reshape(-1, 1)
     picked = pullback.take_along_axis(logp, safe, axis=1).reshape(-1)
     row_weight = _target_weights(weight, flat_target, ignore_index, input)
     loss = -picked * row_weight
@@ -211,7 +208,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return loss.reshape(tuple(target.shape))
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / float(row_weight.array.sum())
+    return loss.sum() / row_weight.sum()
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
