@@ -1,5 +1,21 @@
-"""pullback.func: vmap/grad/jacrev/jacfwd/hessian; dp-sgd and privacy accounting.
+"""pullback.func: composable function transforms (``torch.func``, JAX).
 
-Not implemented yet: this distribution is an empty placeholder that installs, is
-discovered as a plugin and registers nothing.
+``vmap`` batches a function without a loop; ``grad``, ``vjp`` and ``jacrev`` differentiate it in
+reverse mode; ``jvp``, ``linearize`` and ``jacfwd`` in forward mode; ``hessian`` composes both;
+``functional_call`` runs a Module with given parameters. Every transform composes with the
+others: ``vmap(grad(f))`` gives per-sample gradients, ``jacfwd(jacrev(f))`` a Hessian.
 """
+
+from __future__ import annotations
+
+from pullback import plugins as _plugins
+
+_plugins.ensure_registered("pullback.func._plugin", "func", "pullback-vmap-dp")
+
+from ._batch_rules import VmapFallbackWarning, loop_fallback  # noqa: E402
+from ._errors import FuncError, MissingRuleError, VmapError  # noqa: E402
+from ._vmap import vmap  # noqa: E402
+
+__all__ = [
+    "FuncError", "MissingRuleError", "VmapError", "VmapFallbackWarning", "loop_fallback", "vmap",
+]

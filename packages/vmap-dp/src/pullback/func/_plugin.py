@@ -1,3 +1,23 @@
-"""Plugin of pullback-vmap-dp: registers nothing yet (the package is still empty)."""
+"""pullback.func's plugin: the ``"batch"`` (vmap) and ``"jvp"`` (forward mode) rules of core's
+ops and of pullback-nn's fused ops, registered by op name through the public hook. Rules for ops
+that are not registered yet (pullback-nn not installed, or loaded later) wait in the registry.
+
+Family rules (one rule for every elementwise op, say) are not registered per op: an op without
+a rule of its own uses its family's (see :mod:`pullback.func._batch_rules`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pullback.hookspecs import hookimpl
 
 pullback_hook_api = "1.0"
+
+
+@hookimpl
+def register_rules(register: Callable[[str, str, Any], None]) -> None:
+    from ._batch_rules import OP_RULES
+
+    for name, rule in OP_RULES.items():
+        register(name, "batch", rule)
