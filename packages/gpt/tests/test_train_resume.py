@@ -144,9 +144,12 @@ def test_an_unknown_schedule_or_a_stray_decay_length_is_refused():
         tiny_train_config(decay_steps=5)
 
 
-def test_cli_refuses_a_decay_length_without_wsd(tmp_path, corpus):
-    with pytest.raises(SystemExit, match="pullback-gpt train: decay_steps .3. applies to the wsd"):
-        main(["train", "--data", str(corpus), "--out", str(tmp_path), "--decay-steps", "3"])
+def test_cli_refuses_a_decay_length_without_wsd(tmp_path, corpus, capsys):
+    assert main(["train", "--data", str(corpus), "--out", str(tmp_path / "run"),
+                 "--decay-steps", "3"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "pullback-gpt train: decay_steps (3) applies to the wsd")
+    assert not (tmp_path / "run").exists()
 
 
 def test_split_loss_is_the_mean_over_every_window(tmp_path, corpus):

@@ -76,6 +76,23 @@ class TrainConfig:
         if self.decay_steps is not None and self.schedule != "wsd":
             raise ValueError(f"decay_steps ({self.decay_steps}) applies to the wsd schedule only, "
                              f"not to {self.schedule!r}")
+        for name in ("steps", "batch_size", "eval_interval", "eval_iters", "checkpoint_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.warmup < self.steps:
+            raise ValueError(f"warmup ({self.warmup}) must be at least 0 and shorter than the "
+                             f"run's {self.steps} steps")
+        if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
+            raise ValueError(f"need 0 <= min_lr <= lr and lr > 0, got lr {self.lr}, "
+                             f"min_lr {self.min_lr}")
+        if self.schedule == "wsd" and not 1 <= self.decay_length <= self.steps - self.warmup:
+            raise ValueError(f"wsd's decay ({self.decay_length} steps) must fit after the "
+                             f"warmup: between 1 and steps - warmup = {self.steps - self.warmup}")
+
+    @property
+    def decay_length(self) -> int:
+        """wsd's decay length: ``decay_steps``, by default a fifth of the run."""
+        return self.decay_steps if self.decay_steps is not None else max(1, self.steps // 5)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

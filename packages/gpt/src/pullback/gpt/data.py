@@ -32,19 +32,25 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def tinyshakespeare_path(download: bool = True) -> Path:
+def tinyshakespeare_path(download: bool = True, root: str | Path | None = None) -> Path:
     """The path of TinyShakespeare's ``input.txt``.
 
-    Looked up in ``$PULLBACK_DATA`` (a folder holding ``input.txt`` or
-    ``tinyshakespeare/input.txt``, or the file itself), then in the user cache
-    (``~/.cache/pullback/tinyshakespeare/input.txt``), then downloaded there from its canonical
-    location with a SHA-256 check. Offline, the error says where to put the file.
+    Looked up in ``root`` alone when it is given (a folder holding ``input.txt`` or
+    ``tinyshakespeare/input.txt``, or the file itself); else in ``$PULLBACK_DATA`` (the same
+    forms), then in the user cache (``~/.cache/pullback/tinyshakespeare/input.txt``), then
+    downloaded there from its canonical location with a SHA-256 check. Offline, the error says
+    where to put the file.
     """
+    if root is not None:
+        for path in _candidates(Path(root)):
+            if path.is_file():
+                return path
+        raise CorpusNotFoundError(f"TinyShakespeare's input.txt is not in {root} (download it "
+                                  f"from {TINYSHAKESPEARE_URL})")
     candidates: list[Path] = []
     env = os.environ.get("PULLBACK_DATA")
     if env:
-        root = Path(env)
-        candidates += [root, root / "input.txt", root / "tinyshakespeare" / "input.txt"]
+        candidates += _candidates(Path(env))
     cached = _cache_dir() / "tinyshakespeare" / "input.txt"
     candidates.append(cached)
     for path in candidates:
@@ -68,6 +74,10 @@ def tinyshakespeare_path(download: bool = True) -> Path:
         )
     os.replace(tmp, cached)
     return cached
+
+
+def _candidates(root: Path) -> list[Path]:
+    return [root, root / "input.txt", root / "tinyshakespeare" / "input.txt"]
 
 
 def _where_to_put(cached: Path) -> str:
@@ -96,6 +106,11 @@ class CharDataset:
         x = data[:n * block_size].reshape(n, block_size).astype(np.int64)
         y = data[1:n * block_size + 1].reshape(n, block_size).astype(np.int64)
         return x, y
+
+    def check_block_size(self, block_size: int) -> None:
+        """Raise ValueError when either split is shorter than one window plus its target."""
+        for split in ("train", "val"):
+            self._tokens(split, block_size)
 
     def _tokens(self, split: str, block_size: int) -> np.ndarray:
         """The token ids of ``split``, refused when shorter than one window plus its target."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +53,18 @@ def make_scheduler(optimizer: Any, cfg: TrainConfig) -> Any:
     (nanoGPT's schedule), or for ``wsd`` held at ``lr`` until a linear decay over the last
     ``decay_steps`` (a fifth of the run by default)."""
     if cfg.schedule == "wsd":
-        decay = cfg.decay_steps if cfg.decay_steps is not None else max(1, cfg.steps // 5)
         return optim.lr_scheduler.warmup_stable_decay(
-            optimizer, warmup_steps=cfg.warmup, total_steps=cfg.steps, decay_steps=decay,
+            optimizer, warmup_steps=cfg.warmup, total_steps=cfg.steps,
+            decay_steps=cfg.decay_length,
             min_lr=cfg.min_lr)
     return optim.lr_scheduler.warmup_cosine(optimizer, warmup_steps=cfg.warmup,
                                             total_steps=cfg.steps, min_lr=cfg.min_lr)
+
+
+def estimate_label(eval_iters: int) -> str:
+    """What a loss from :func:`estimate_loss` is, for every line that prints one: a sample of
+    ``eval_iters`` random batches, not the exact loss of ``pullback-gpt eval --full``."""
+    return f"{eval_iters}-batch estimate"
 
 
 @pb.no_grad()
@@ -139,9 +146,12 @@ class _Log:
 def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
           resume: bool = False, quiet: bool = False,
           on_step: Callable[[int, float], None] | None = None) -> TrainResult:
-    """Train a GPT on ``text`` (or continue the run in ``out_dir`` with ``resume``)."""
+    """Train a GPT on ``text`` (or continue the run in ``out_dir`` with ``resume``).
+
+    ``out_dir`` is created once the text, the configuration and the device have been checked;
+    a run that fails before its first step removes the folder it created.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     dev = Device(device)
     start_step = 0
     ckpt = None
@@ -157,6 +167,7 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
 
         cfg = replace(cfg, model=replace(cfg.model, vocab_size=tokenizer.vocab_size))
     data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
+    data.check_block_size(cfg.model.block_size)
 
     pb.manual_seed(cfg.seed)
     model = GPT(cfg.model).to(dev)
@@ -178,6 +189,8 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
         }
         return save_checkpoint(out, model, tokenizer, state, optimizer)
 
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
     log = _Log(out / "metrics.csv", start_step if resume else None)
     tokens_per_step = cfg.batch_size * cfg.model.block_size
     bar = _progress(cfg.steps, start_step, quiet)
@@ -219,6 +232,12 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
         interrupted = True
         path = checkpoint(step, last)
         bar.write(f"interrupted at step {step}: checkpoint saved to {path}")
+    except BaseException:
+        if created and step == start_step:  # nothing was trained: leave nothing behind
+            bar.close()
+            log.close()
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     if not interrupted:
         last = _evaluate(model, data, cfg, step, dev, log, bar, t0)
         checkpoint(step, last)
@@ -236,7 +255,7 @@ def _evaluate(model: GPT, data: CharDataset, cfg: TrainConfig, step: int, dev: D
     log.row(step=step, train_loss=f"{losses['train']:.6f}", val_loss=f"{losses['val']:.6f}",
             val_bits_per_char=f"{bpc:.6f}", elapsed_s=f"{time.perf_counter() - t0:.2f}")
     bar.write(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f} "
-              f"nats ({bpc:.4f} bits/char)")
+              f"nats = {bpc:.4f} bits/char ({estimate_label(cfg.eval_iters)})")
     return losses
 
 
