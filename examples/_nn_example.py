@@ -1,23 +1,21 @@
-"""What the pullback.nn examples share: the output folder, the CSV log, the PNG curve and
-Fashion-MNIST as in-memory tensors. Not an example itself."""
+"""What the pullback.nn examples share: the CSV log, the PNG curve and Fashion-MNIST as
+in-memory tensors (the command line and the output folder are in _example.py). Not an example
+itself."""
 
 from __future__ import annotations
 
 import csv
-import os
 from typing import Sequence
 
 import numpy as np
 
 import pullback
 from pullback.nn.data import FashionMNIST
+from pullback.nn.data.fashion_mnist import FASHION_MNIST_ROOT
 
+from _example import data_set
 
-def output_dir(out: str | None, name: str) -> str:
-    """``out``, or runs/<name>/ (git-ignored), created."""
-    path = out or os.path.join("runs", name)
-    os.makedirs(path, exist_ok=True)
-    return path
+FASHION_MNIST_HELP = f"the folder of Fashion-MNIST's IDX files (default: {FASHION_MNIST_ROOT})"
 
 
 def write_csv(path: str, rows: Sequence[dict[str, object]]) -> None:
@@ -52,8 +50,9 @@ def plot(path: str, x: Sequence[float], curves: dict[str, Sequence[float]], xlab
 
 def fashion_mnist(train: bool, root: str | None = None) -> tuple[pullback.Tensor, pullback.Tensor]:
     """Images as float32 (N, 1, 28, 28) standardized with the training set's mean and std, and
-    int64 labels."""
-    ds = FashionMNIST(root=root, train=train)
+    int64 labels; a missing data set stops the example with one line saying how to get it."""
+    with data_set():
+        ds = FashionMNIST(root=root, train=train)
     images = ds.data.numpy().astype(np.float32) / 255.0
     images = (images - 0.2860) / 0.3530  # Fashion-MNIST training-set mean and std
     return pullback.from_numpy(images[:, None]), ds.targets

@@ -1,15 +1,16 @@
 """Train a small CNN on Fashion-MNIST (conv, max-pool, dropout, linear; pullback.nn's fused
 conv and pooling ops).
 
-    python examples/fashion_mnist_cnn.py [--epochs 6] [--steps-per-epoch N] [--seed 0] [--out DIR]
+    python examples/fashion_mnist_cnn.py [--epochs 6] [--steps-per-epoch N] [--seed 0]
+        [--data DIR] [--out DIR] [--smoke]
 
-Shows a tqdm progress bar per epoch, writes metrics.csv and curves.png to --out (default
+Reads the IDX files from --data (default /usr/share/datasets/fashion-mnist). Shows a tqdm
+progress bar per epoch, writes metrics.csv and curves.png to --out (default
 runs/fashion_mnist_cnn/) and ends with one JSON line summing up the run.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -20,7 +21,8 @@ import pullback as pb
 from pullback import nn, optim
 from pullback.nn.data import DataLoader, TensorDataset
 
-from _nn_example import accuracy, fashion_mnist, output_dir, plot, write_csv
+from _example import example_parser, output_dir
+from _nn_example import FASHION_MNIST_HELP, accuracy, fashion_mnist, plot, write_csv
 
 
 def make_model() -> nn.Module:
@@ -34,19 +36,22 @@ def make_model() -> nn.Module:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = example_parser(__doc__, __file__, data_help=FASHION_MNIST_HELP)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--steps-per-epoch", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="output folder (default runs/fashion_mnist_cnn)")
     args = parser.parse_args(argv)
-    out = output_dir(args.out, "fashion_mnist_cnn")
+    if args.smoke:  # one short epoch, scored on the first 1,000 images of each split
+        args.epochs, args.steps_per_epoch = 1, 20
+    out = output_dir(args.out)
+    scored = 1000 if args.smoke else 10000
 
     pb.manual_seed(args.seed)
-    train_x, train_y = fashion_mnist(train=True)
-    test_x, test_y = fashion_mnist(train=False)
+    train_x, train_y = fashion_mnist(train=True, root=args.data)
+    test_x, test_y = fashion_mnist(train=False, root=args.data)
+    test_x, test_y = test_x[:scored], test_y[:scored]
     train = DataLoader(TensorDataset(train_x, train_y), batch_size=args.batch_size, shuffle=True)
     model = make_model()
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 break
         scheduler.step()
         rows.append({"epoch": epoch, "train_loss": total / batches,
-                     "train_accuracy": accuracy(model, train_x[:10000], train_y[:10000]),
+                     "train_accuracy": accuracy(model, train_x[:scored], train_y[:scored]),
                      "test_accuracy": accuracy(model, test_x, test_y),
                      "seconds": time.perf_counter() - start})
         print(f"epoch {epoch}: train loss {rows[-1]['train_loss']:.4f}, test accuracy "
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     write_csv(os.path.join(out, "metrics.csv"), rows)
     plot(os.path.join(out, "curves.png"), [r["epoch"] for r in rows],
-         {"train accuracy (first 10k)": [r["train_accuracy"] for r in rows],
+         {f"train accuracy (first {scored:,})": [r["train_accuracy"] for r in rows],
           "test accuracy": [r["test_accuracy"] for r in rows]}, "epoch",
          "Fashion-MNIST CNN (pullback)")
     summary = {"epochs": args.epochs, "test_accuracy": rows[-1]["test_accuracy"],

@@ -1,15 +1,15 @@
-"""Train an MLP on Fashion-MNIST with pullback.nn and pullback.optim (``nox -s demo``).
+"""Train an MLP on Fashion-MNIST with pullback.nn and pullback.optim (``nox -s demo-mnist``).
 
-    python examples/fashion_mnist_mlp.py [--epochs 12] [--steps-per-epoch N] [--seed 0] [--out DIR]
+    python examples/fashion_mnist_mlp.py [--epochs 12] [--steps-per-epoch N] [--seed 0]
+        [--data DIR] [--out DIR] [--smoke]
 
-Reads the IDX files from /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist).
-Shows a tqdm progress bar per epoch, writes metrics.csv and curves.png to --out (default
-runs/fashion_mnist_mlp/) and ends with one JSON line summing up the run.
+Reads the IDX files from --data (default /usr/share/datasets/fashion-mnist, Debian's
+dataset-fashion-mnist). Shows a tqdm progress bar per epoch, writes metrics.csv and curves.png
+to --out (default runs/fashion_mnist_mlp/) and ends with one JSON line summing up the run.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -20,7 +20,8 @@ import pullback as pb
 from pullback import nn, optim
 from pullback.nn.data import DataLoader, TensorDataset
 
-from _nn_example import accuracy, fashion_mnist, output_dir, plot, write_csv
+from _example import example_parser, output_dir
+from _nn_example import FASHION_MNIST_HELP, accuracy, fashion_mnist, plot, write_csv
 
 
 def make_model() -> nn.Module:
@@ -29,20 +30,23 @@ def make_model() -> nn.Module:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = example_parser(__doc__, __file__, data_help=FASHION_MNIST_HELP)
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--steps-per-epoch", type=int, default=None,
                         help="stop each epoch after this many batches (a quick run)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="output folder (default runs/fashion_mnist_mlp)")
     args = parser.parse_args(argv)
-    out = output_dir(args.out, "fashion_mnist_mlp")
+    if args.smoke:  # one short epoch, scored on the first 1,000 test images
+        args.epochs, args.steps_per_epoch = 1, 30
+    out = output_dir(args.out)
 
     pb.manual_seed(args.seed)
-    train_x, train_y = fashion_mnist(train=True)
-    test_x, test_y = fashion_mnist(train=False)
+    train_x, train_y = fashion_mnist(train=True, root=args.data)
+    test_x, test_y = fashion_mnist(train=False, root=args.data)
+    if args.smoke:
+        test_x, test_y = test_x[:1000], test_y[:1000]
     train = DataLoader(TensorDataset(train_x, train_y), batch_size=args.batch_size, shuffle=True)
     model = make_model()
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)

@@ -1,13 +1,16 @@
 """The glass box on a small model: graph views, telemetry, anomaly mode, gradient explanations.
 
-Run: python examples/glass_box_debugging.py   (needs pullback-nn; a few seconds on a CPU)
-Writes graph.dot (and graph.svg when Graphviz is installed) and trace.json to a temp folder.
+    python examples/glass_box_debugging.py [--out DIR] [--smoke]
+
+Needs pullback-nn; a few seconds on a CPU (--smoke runs the same, it is already small). Writes
+graph.txt (the ASCII view), graph.dot, graph.svg (when Graphviz's ``dot`` is installed) and
+trace.json to --out (default runs/glass_box_debugging/).
 """
 
 from __future__ import annotations
 
 import math
-import tempfile
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,8 @@ import pullback.debug as debug
 from pullback import nn
 from pullback.errors import AnomalyError
 from pullback.nn import functional as F
+
+from _example import example_parser, output_dir
 
 
 def section(title: str) -> None:
@@ -34,20 +39,26 @@ class MLP(nn.Module):
         return self.layers[-1](x)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = example_parser(__doc__, __file__).parse_args(argv)
+    out_dir = Path(output_dir(args.out))
     pb.manual_seed(0)
     rng = np.random.default_rng(0)
     x = pb.tensor(rng.normal(size=(64, 16)).astype(np.float32))
     y = pb.tensor(rng.integers(0, 4, 64))
     model = MLP([16, 32, 4])
-    out_dir = Path(tempfile.mkdtemp(prefix="glass_box_"))
 
     section("1. The graph behind a loss (visualize, to_dot)")
     loss = F.cross_entropy(model(x), y)
-    debug.visualize(loss, names=model)
-    dot = debug.to_dot(loss, out_dir / "graph.svg", names=model)
-    print(f"DOT: {len(dot.splitlines())} lines -> {out_dir / 'graph.dot'}"
-          + (f", rendered to {out_dir / 'graph.svg'}" if (out_dir / "graph.svg").exists() else ""))
+    ascii_view = debug.visualize(loss, names=model)
+    (out_dir / "graph.txt").write_text(ascii_view + "\n", encoding="utf-8")
+    if shutil.which("dot"):  # Graphviz renders the DOT source to an SVG
+        debug.to_dot(loss, out_dir / "graph.svg", names=model)
+        print(f"Graphviz: {out_dir / 'graph.svg'} (source {out_dir / 'graph.dot'})")
+    else:  # without Graphviz the ASCII view above is the picture; the DOT source is kept
+        debug.to_dot(loss, out_dir / "graph.dot", names=model)
+        print(f"Graphviz is not installed (apt-get install graphviz renders it): the ASCII view "
+              f"above is in {out_dir / 'graph.txt'}, the DOT source in {out_dir / 'graph.dot'}")
 
     section("2. Telemetry of one training step (profile)")
     with debug.profile() as prof:

@@ -1,7 +1,8 @@
 """LoRA fine-tuning: adapt a pretrained Fashion-MNIST MLP to a shifted task (inverted images)
 by training rank-r adapters only.
 
-    python examples/lora_finetune.py [--pretrain-epochs 3] [--finetune-epochs 2] [--rank 8] [--out DIR]
+    python examples/lora_finetune.py [--pretrain-epochs 3] [--finetune-epochs 2] [--rank 8]
+        [--data DIR] [--out DIR] [--smoke]
 
 1. Pretrain an MLP on Fashion-MNIST (all weights trainable).
 2. Shift the task: every image is inverted (x -> 1 - x in pixel space). The pretrained model
@@ -16,7 +17,6 @@ Writes metrics.csv, curves.png and adapters.safetensors to --out (default runs/l
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -27,7 +27,8 @@ import pullback as pb
 from pullback import nn, optim
 from pullback.nn.data import DataLoader, TensorDataset
 
-from _nn_example import accuracy, fashion_mnist, output_dir, plot, write_csv
+from _example import example_parser, output_dir
+from _nn_example import FASHION_MNIST_HELP, accuracy, fashion_mnist, plot, write_csv
 
 PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530  # the standardization fashion_mnist() applies
 
@@ -44,35 +45,43 @@ def make_model() -> nn.Module:
 
 
 def train(model: nn.Module, loader: DataLoader, optimizer: optim.Optimizer, epochs: int,
-          label: str, log: list[dict], evaluate) -> None:
+          label: str, log: list[dict], evaluate, steps_per_epoch: int | None = None) -> None:
     loss_fn = nn.CrossEntropyLoss()
     for epoch in range(1, epochs + 1):
         total, batches = 0.0, 0
-        for images, labels in tqdm(loader, desc=f"{label} epoch {epoch}", leave=False):
+        steps = min(len(loader), steps_per_epoch or len(loader))
+        for images, labels in tqdm(loader, total=steps, desc=f"{label} epoch {epoch}", leave=False):
             loss = loss_fn(model(images), labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             total, batches = total + loss.item(), batches + 1
+            if batches == steps:
+                break
         log.append({"phase": label, "epoch": epoch, "train_loss": total / batches, **evaluate()})
         print(json.dumps(log[-1]), flush=True)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = example_parser(__doc__, __file__, data_help=FASHION_MNIST_HELP)
     parser.add_argument("--pretrain-epochs", type=int, default=3)
     parser.add_argument("--finetune-epochs", type=int, default=2)
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--alpha", type=float, default=16.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="output folder (default runs/lora_finetune)")
     args = parser.parse_args(argv)
-    out = output_dir(args.out, "lora_finetune")
+    # --smoke: one short epoch of each phase, scored on the first 1,000 test images
+    steps_per_epoch = 30 if args.smoke else None
+    if args.smoke:
+        args.pretrain_epochs, args.finetune_epochs = 1, 1
+    out = output_dir(args.out)
     pb.manual_seed(args.seed)
     start = time.perf_counter()
 
-    train_x, train_y = fashion_mnist(train=True)
-    test_x, test_y = fashion_mnist(train=False)
+    train_x, train_y = fashion_mnist(train=True, root=args.data)
+    test_x, test_y = fashion_mnist(train=False, root=args.data)
+    if args.smoke:
+        test_x, test_y = test_x[:1000], test_y[:1000]
     shifted_train, shifted_test = invert(train_x), invert(test_x)
     model = make_model()
 
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     log: list[dict] = []
     original = DataLoader(TensorDataset(train_x, train_y), batch_size=128, shuffle=True)
     train(model, original, optim.Adam(model.parameters(), lr=1e-3), args.pretrain_epochs,
-          "pretrain", log, evaluate)
+          "pretrain", log, evaluate, steps_per_epoch)
     before = evaluate()
 
     nn.inject_lora(model, target_modules=["1", "3", "5"], r=args.rank, alpha=args.alpha)
@@ -94,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     shifted = DataLoader(TensorDataset(shifted_train, train_y), batch_size=128, shuffle=True)
     adapters = [p for p in model.parameters() if p.requires_grad]
     train(model, shifted, optim.Adam(adapters, lr=3e-3), args.finetune_epochs, "lora", log,
-          evaluate)
+          evaluate, steps_per_epoch)
     after = evaluate()
 
     adapter_path = os.path.join(out, "adapters.safetensors")

@@ -1,6 +1,7 @@
 """A physics-informed network for the harmonic oscillator u'' + w^2 u = 0, u(0) = 1, u'(0) = 0.
 
     python examples/pinn_oscillator.py [--steps 4000] [--omega 2.0] [--t-max 3.0] [--out DIR]
+        [--smoke]
 
 The network u(t) (1-32-32-1, tanh) never sees the solution: its loss is the squared residual of
 the equation at collocation points plus the two initial conditions. u' and u'' come from
@@ -11,7 +12,6 @@ cos(w t). Writes history.csv, solution.csv and curves.png to --out (default runs
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -23,7 +23,8 @@ import pullback as pb
 from pullback import nn, optim
 from pullback.autograd import grad
 
-from _nn_example import output_dir, plot, write_csv
+from _example import example_parser, output_dir
+from _nn_example import plot, write_csv
 
 
 def derivatives(model: nn.Module, t: pb.Tensor) -> tuple[pb.Tensor, pb.Tensor, pb.Tensor]:
@@ -36,16 +37,17 @@ def derivatives(model: nn.Module, t: pb.Tensor) -> tuple[pb.Tensor, pb.Tensor, p
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = example_parser(__doc__, __file__)
     parser.add_argument("--steps", type=int, default=4000)
     parser.add_argument("--omega", type=float, default=2.0)
     parser.add_argument("--t-max", type=float, default=3.0)
     parser.add_argument("--points", type=int, default=128)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="output folder (default runs/pinn_oscillator)")
     args = parser.parse_args(argv)
-    out = output_dir(args.out, "pinn_oscillator")
+    if args.smoke:  # far from converged: it checks the pipeline, not the fit
+        args.steps = 60
+    out = output_dir(args.out)
     w = args.omega
 
     pb.manual_seed(args.seed)

@@ -1,6 +1,6 @@
 """XOR: the smallest problem a linear model cannot solve, learned by a 2-8-1 tanh network.
 
-    python examples/xor.py [--steps 2000] [--seed 0] [--out DIR]
+    python examples/xor.py [--steps 2000] [--seed 0] [--out DIR] [--smoke]
 
 Writes loss.csv and loss.png to --out (default runs/xor/), prints the four predictions and one
 JSON line.
@@ -8,7 +8,6 @@ JSON line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 
@@ -17,17 +16,19 @@ from tqdm import trange
 import pullback as pb
 from pullback import nn, optim
 
-from _nn_example import output_dir, plot, write_csv
+from _example import example_parser, output_dir
+from _nn_example import plot, write_csv
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = example_parser(__doc__, __file__)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--lr", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="output folder (default runs/xor)")
     args = parser.parse_args(argv)
-    out = output_dir(args.out, "xor")
+    if args.smoke:
+        args.steps = 200
+    out = output_dir(args.out)
 
     pb.manual_seed(args.seed)
     x = pb.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])

@@ -1,29 +1,91 @@
-"""The examples run end to end. The main job (the Fashion-MNIST MLP of ``nox -s demo``) trains
-for a short while here and must be far above chance (10 %) on the 10,000 test images."""
+"""Every example in examples/ runs: each one's smallest configuration (``--smoke``) as a
+subprocess, from an empty folder, so that no example can go stale. Examples are discovered
+(every examples/*.py not starting with "_"): a new one is covered as soon as it exists, provided
+it follows the conventions of examples/README.md (``--smoke``, ``--out DIR`` defaulting to
+``runs/<example name>/``, ``--data DIR`` when it reads a data set, one line and exit status 2
+when that data set is missing).
+
+The main job of ``nox -s demo-mnist`` (the Fashion-MNIST MLP) also trains for a short while and
+must be far above chance (10 %) on the 10,000 test images."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+MISSING_DATA = 2  # the exit status of an example whose data set is not there
+
+
+def run_example(script: Path, *args: str, cwd: Path | None = None,
+                timeout: int = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PULLBACK_DEBUG"}
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=timeout)
+
+
+@cache
+def help_text(script: Path) -> str:
+    result = run_example(script, "--help", timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_there_are_examples() -> None:
+    assert len(SCRIPTS) >= 7, [p.name for p in SCRIPTS]
+
+
+def options(script: Path) -> set[str]:
+    """The long options of an example's command line, read from its --help."""
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", help_text(script)))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_the_command_line_follows_the_conventions(script: Path) -> None:
+    assert {"--smoke", "--out"} <= options(script)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_the_smoke_run_works_and_writes_under_runs(script: Path, tmp_path: Path) -> None:
+    result = run_example(script, "--smoke", cwd=tmp_path)
+    assert "Traceback" not in result.stderr, result.stderr
+    if result.returncode == MISSING_DATA:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        pytest.skip(f"its data set is not here: {lines[0]}")
+    assert result.returncode == 0, result.stderr
+    # everything it wrote is in runs/<name>/ of the folder it ran in
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [script.stem]
+    assert any((tmp_path / "runs" / script.stem).iterdir())
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_a_missing_data_set_is_one_line_not_a_traceback(script: Path, tmp_path: Path) -> None:
+    if "--data" not in options(script):
+        pytest.skip("reads no data set")
+    nowhere = tmp_path / "no-data-here"
+    result = run_example(script, "--smoke", "--data", str(nowhere), "--out", str(tmp_path / "out"))
+    assert result.returncode == MISSING_DATA, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith(f"{script.name}: ") and str(nowhere) in lines[0]
 
 
 def test_the_fashion_mnist_mlp_learns(tmp_path: Path) -> None:
-    for module, why in [("pullback.nn", "pullback-nn"), ("pullback.optim", "pullback-optim"),
-                        ("tqdm", "tqdm"), ("matplotlib", "matplotlib")]:
-        pytest.importorskip(module, reason=f"the example needs {why}")
     if not list(FASHION_MNIST.glob("t10k-images-idx3-ubyte*")):
         pytest.skip(f"Fashion-MNIST is not in {FASHION_MNIST} (apt-get install dataset-fashion-mnist)")
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "fashion_mnist_mlp.py"), "--epochs", "1",
-         "--steps-per-epoch", "150", "--out", str(tmp_path)], capture_output=True, text=True,
-        timeout=600)
+    result = run_example(EXAMPLES / "fashion_mnist_mlp.py", "--epochs", "1",
+                         "--steps-per-epoch", "150", "--out", str(tmp_path), timeout=600)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.splitlines()[-1])
     assert summary["steps"] == 150
