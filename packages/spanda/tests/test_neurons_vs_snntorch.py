@@ -4,10 +4,8 @@ mechanism, both reset timings, one step at a time (state passed) and over whole 
 (state kept inside).
 
 Spikes and states agree exactly (RLeaky's membrane to the last bit of rounding, as it adds
-the feedback in another order) and gradients to float64's rounding. snnTorch's spike
-functions return float32 (``(x > 0).float()``), which would round its gradients to float32 on
-the way through the spikes, so snnTorch runs here with its own surrogate classes made to return
-the input's dtype (:func:`_float64`; their backward is snnTorch's, untouched).
+the feedback in another order) and gradients to float64's rounding (snnTorch runs with its
+surrogates returning float64 spikes: the ``snn_spike_grad`` fixture).
 """
 
 from __future__ import annotations
@@ -22,30 +20,11 @@ from pullback import spanda
 
 torch = pytest.importorskip("torch")
 snn = pytest.importorskip("snntorch")
-from snntorch import surrogate as snn_surrogate  # noqa: E402
 
 T, B, N = 12, 3, 4
 KINDS = ["lif", "synaptic", "rleaky_linear", "rleaky_one_to_one"]
 RESETS = ["subtract", "zero", "none"]
 GRAD_RTOL, GRAD_ATOL = 1e-10, 1e-12
-
-
-def _float64(function: type, *params: float):
-    """snnTorch's surrogate ``function`` with spikes in the input's dtype (same backward)."""
-    class InDtype(function):
-        @staticmethod
-        def forward(ctx, input_, *args):
-            return function.forward(ctx, input_, *args).to(input_.dtype)
-
-    return lambda x: InDtype.apply(x, *params)
-
-
-SNN_SURROGATES = {
-    "fast_sigmoid": _float64(snn_surrogate.FastSigmoid, 25.0),
-    "arctan": _float64(snn_surrogate.ATan, 2.0),
-    "sigmoid": _float64(snn_surrogate.Sigmoid, 25.0),
-    "straight_through": _float64(snn_surrogate.StraightThroughEstimator),
-}
 
 
 def _t(a: np.ndarray, grad: bool = False) -> "torch.Tensor":
@@ -56,14 +35,14 @@ def _p(a: np.ndarray, grad: bool = False) -> pullback.Tensor:
     return pullback.tensor(a, dtype=pullback.float64, requires_grad=grad)
 
 
-def _pair(kind: str, reset: str, delay: bool, rng: np.random.Generator):
+def _pair(kind: str, reset: str, delay: bool, rng: np.random.Generator, spike_grad):
     """The same neuron in both libraries (float64, learnable constants, fast sigmoid)."""
     beta = rng.uniform(0.6, 0.95, N)
     threshold = rng.uniform(0.8, 1.2, N)
     common = dict(reset_mechanism=reset, reset_delay=delay, learn_beta=True,
                   learn_threshold=True)
     ours_common = dict(common, detach_reset=delay, surrogate=spanda.surrogate.fast_sigmoid(25))
-    theirs_common = dict(common, spike_grad=SNN_SURROGATES["fast_sigmoid"])
+    theirs_common = dict(common, spike_grad=spike_grad["fast_sigmoid"]())
     if kind == "lif":
         ours = spanda.LIF(beta, threshold, **ours_common)
         theirs = snn.Leaky(_t(beta), threshold=_t(threshold), **theirs_common)
@@ -121,9 +100,10 @@ def _learnables(neuron) -> dict[str, object]:
 @pytest.mark.parametrize("delay", [True, False], ids=["reset_delay", "immediate_reset"])
 @pytest.mark.parametrize("reset", RESETS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_traces_and_gradients_match_snntorch(kind: str, reset: str, delay: bool, api: str) -> None:
+def test_traces_and_gradients_match_snntorch(kind: str, reset: str, delay: bool, api: str,
+                                             snn_spike_grad) -> None:
     rng = np.random.default_rng(zlib.crc32(f"{kind}-{reset}-{delay}-{api}".encode()))
-    ours, theirs = _pair(kind, reset, delay, rng)
+    ours, theirs = _pair(kind, reset, delay, rng, snn_spike_grad)
     x = _inputs(kind, delay, rng)
     start = _initial_state(kind, rng) if api == "step" else None
     n_out = 3 if kind == "synaptic" else 2
@@ -175,9 +155,9 @@ def test_traces_and_gradients_match_snntorch(kind: str, reset: str, delay: bool,
 
 
 @pytest.mark.parametrize("reset", RESETS)
-def test_a_learnt_beta_outside_0_1_is_clamped_like_snntorch(reset: str) -> None:
+def test_a_learnt_beta_outside_0_1_is_clamped_like_snntorch(reset: str, snn_spike_grad) -> None:
     rng = np.random.default_rng(7)
-    ours, theirs = _pair("lif", reset, True, rng)
+    ours, theirs = _pair("lif", reset, True, rng, snn_spike_grad)
     beta = np.array([1.05, 0.9, -0.1, 1.0])  # drifted out of range during training
     with torch.no_grad():
         theirs.beta.copy_(_t(beta))
@@ -194,12 +174,12 @@ def test_a_learnt_beta_outside_0_1_is_clamped_like_snntorch(reset: str) -> None:
     assert ours.beta.grad.numpy()[[0, 2]].tolist() == [0.0, 0.0]
 
 
-@pytest.mark.parametrize("name", sorted(SNN_SURROGATES))
-def test_every_shared_surrogate_trains_a_lif_like_snntorch(name: str) -> None:
+@pytest.mark.parametrize("name", ["arctan", "fast_sigmoid", "sigmoid", "straight_through"])
+def test_every_shared_surrogate_trains_a_lif_like_snntorch(name: str, snn_spike_grad) -> None:
     rng = np.random.default_rng(3)
     x = rng.uniform(-1.0, 2.0, (T, B, N))
     ours = spanda.LIF(np.array(0.8), surrogate=name, learn_beta=True).double()
-    theirs = snn.Leaky(_t(np.array(0.8)), spike_grad=SNN_SURROGATES[name], learn_beta=True).double()
+    theirs = snn.Leaky(_t(np.array(0.8)), spike_grad=snn_spike_grad[name](), learn_beta=True).double()
     tx, px = _t(x, grad=True), _p(x, grad=True)
     theirs_spikes = torch.stack([theirs(tx[t])[0] for t in range(T)])
     theirs_spikes.pow(2).sum().backward()

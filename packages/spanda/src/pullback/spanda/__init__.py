@@ -10,9 +10,16 @@ import pullback.plugins as _plugins
 
 _plugins.ensure_registered("pullback.spanda._plugin", "spanda", "pullback-spanda")
 
-from . import functional, surrogate  # noqa: E402
+from . import decode, encode, functional, loss, surrogate  # noqa: E402
 from .__about__ import __version__  # noqa: E402
 from ._neurons import LIF, RLeaky, SpikingNeuron, Synaptic  # noqa: E402
+from .decode import FirstSpikeDecoder, RateDecoder  # noqa: E402
+from .layers import (  # noqa: E402
+    SpikingConv2d, SpikingLinear, SpikingSequential, detach_states, reset_states,
+)
 
-__all__ = ["LIF", "RLeaky", "SpikingNeuron", "Synaptic", "__version__", "functional",
-           "surrogate"]
+__all__ = [
+    "FirstSpikeDecoder", "LIF", "RLeaky", "RateDecoder", "SpikingConv2d", "SpikingLinear",
+    "SpikingNeuron", "SpikingSequential", "Synaptic", "__version__", "decode",
+    "detach_states", "encode", "functional", "loss", "reset_states", "surrogate",
+]
