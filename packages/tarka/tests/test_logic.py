@@ -101,6 +101,7 @@ def test_axioms_on_a_known_relation():
     assert tarka.axioms.transitivity(less, x, **kw).item() == pytest.approx(1.0, abs=1e-3)
     assert tarka.axioms.asymmetry(less, x, **kw).item() == pytest.approx(1.0, abs=1e-3)
     assert tarka.axioms.irreflexivity(less, x, **kw).item() == pytest.approx(1.0, abs=1e-3)
+    assert tarka.axioms.totality(less, x, **kw).item() == pytest.approx(1.0, abs=1e-3)
     assert tarka.axioms.symmetry(less, x, **kw).item() < 0.01
     assert tarka.axioms.reflexivity(less, x, **kw).item() < 0.01
 

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from ._logic import LogicTensor, Variable
 from ._quantifiers import forall
+from .semantics import resolve
 
 
 def _renamed(x: Variable, label: str) -> Variable:
@@ -77,3 +78,19 @@ def exactly_one(predicates: Sequence[Any], x: Variable, **quantifier: Any) -> Lo
         for j in range(i + 1, len(truths)):
             formula = formula & ~(truths[i] & truths[j])
     return forall(x, formula, **quantifier)
+
+
+def totality(relation: Any, x: Variable, **quantifier: Any) -> LogicTensor:
+    """``forall a, b: a != b >> R(a, b) | R(b, a)`` (connexity on distinct individuals; the
+    guard compares their features)."""
+    a, b = (_renamed(x, f"{x.label}_{k}") for k in "ab")
+    distinct = _distinct(a, b)
+    return forall([a, b], relation(a, b) | relation(b, a), mask=distinct, **quantifier)
+
+
+def _distinct(a: Variable, b: Variable) -> LogicTensor:
+    """The guard ``a != b`` (some feature differs), a LogicTensor of bools over (a, b); a
+    guard's semantics is never used, only its values."""
+    fa = a.value.reshape(a.value.shape[0], 1, -1)
+    fb = b.value.reshape(1, b.value.shape[0], -1)
+    return LogicTensor._new((fa != fb).any(-1), (a.label, b.label), resolve("product"))
