@@ -121,7 +121,10 @@ _use_pyenv_interpreters()
 @nox.session(python=ORACLE_PYTHON)
 def tests(session: nox.Session) -> None:
     """Every package installed editable in one environment; the whole test suite."""
-    session.install(*_editable(list(PACKAGES)), "-r", "tests-integration/requirements.txt")
+    session.log(f"installing the {len(PACKAGES)} pullback packages editable with their test "
+                "extras (requirements-dev.txt): PyTorch, the test oracle, is a large download "
+                "the first time; a few minutes then, about a minute with -r")
+    session.install("-r", "requirements-dev.txt")
     session.run("python", "-m", "pytest", *session.posargs, env=_data_env())
 
 
@@ -228,12 +231,17 @@ def demo(session: nox.Session) -> None:
     runs/gpt-demo/), then sample from it. The corpus comes from $PULLBACK_DATA, the user cache,
     or a checksummed download; extra arguments go to `pullback-gpt train` (e.g. -- --steps 500,
     or -- --schedule cosine for nanoGPT's own schedule)."""
+    session.log("installing pullback, pullback-nn, pullback-optim and pullback-gpt editable, with "
+                "NumPy, SciPy and matplotlib: up to a minute the first time (pip builds each "
+                "package; reuse the environment with nox -r -s demo)")
     session.install(*_editable(["core", "nn", "optim", "gpt"], extras=""))
     env = _data_env()
     session.run("pullback-gpt", "train", "--config", "nano-cpu", "--schedule", "wsd",
                 "--out", "runs/gpt-demo", *session.posargs, env=env)
     session.run("pullback-gpt", "sample", "--checkpoint", "runs/gpt-demo", "--prompt", "ROMEO:",
                 "--max-new-tokens", "300", env=env)
+    session.log("pullback-gpt lives in nox's environment; to have it on your PATH, install "
+                "pullback into yours: pip install -r requirements.txt (README, Quick start)")
 
 
 @nox.session(python=ORACLE_PYTHON, name="demo-mnist")

@@ -137,10 +137,10 @@ class Venv:
         self.site_packages = site
         (site / "_linked_dependencies.pth").write_text(f"{linked_dependencies}\n")
 
-    def pip(self, *args: str) -> subprocess.CompletedProcess:
+    def pip(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         # pip --python: the outer pip works on this venv, which has no pip of its own.
         return run([sys.executable, "-m", "pip", "--python", str(self.python),
-                    "--disable-pip-version-check", *args])
+                    "--disable-pip-version-check", *args], cwd=cwd)
 
     def install(self, *wheels: Path) -> None:
         """Install wheels, nothing from an index: their dependencies are already here."""
@@ -152,17 +152,43 @@ class Venv:
     def run(self, *args: str, env: dict[str, str] | None = None,
             cwd: Path | None = None) -> subprocess.CompletedProcess:
         """Run this venv's python; PYTHONPATH and PULLBACK_* of the outer process are dropped."""
+        return self._run([str(self.python), *args], env=env, cwd=cwd)
+
+    def _run(self, command: list[str], env: dict[str, str] | None,
+             cwd: Path | None) -> subprocess.CompletedProcess:
         clean = {k: v for k, v in os.environ.items()
                  if k != "PYTHONPATH" and not k.startswith("PULLBACK_")}
         clean.update(env or {})
-        return subprocess.run([str(self.python), *args], capture_output=True, text=True,
-                              env=clean, cwd=cwd or self.path, timeout=600)
+        return subprocess.run(command, capture_output=True, text=True, env=clean,
+                              cwd=cwd or self.path, timeout=600)
+
+    def run_script(self, name: str, *args: str) -> subprocess.CompletedProcess:
+        """Run one of this venv's console scripts (bin/<name>), as an activated shell would."""
+        return self._run([str(self.path / "bin" / name), *args], env=None, cwd=None)
 
     def python_ok(self, code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         """Run ``code``; fail the test with its output when it exits non-zero."""
         result = self.run("-c", textwrap.dedent(code), env=env)
         assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
         return result
+
+
+@pytest.fixture(scope="session")
+def linked_install_needs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder linking what ``pip install ./packages/...`` needs without an index: hatchling
+    (the build backend, for ``--no-build-isolation``) and every package's third-party runtime
+    dependencies (tqdm, matplotlib, ...), read from the pyprojects."""
+    pytest.importorskip("hatchling", reason="building the packages needs hatchling "
+                        "(pip install -r tests-integration/requirements.txt)")
+    from packaging.requirements import Requirement
+
+    ours = set(project_folders())
+    third_party = {Requirement(r).name for folder in project_folders().values()
+                   for r in tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+                   .get("dependencies", [])} - ours
+    folder = tmp_path_factory.mktemp("linked-install-needs")
+    link_installed(["hatchling", "editables", *sorted(third_party)], folder)
+    return folder
 
 
 @pytest.fixture
