@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pullback.backends import get_backend
 from pullback.tensor import Tensor
 
 from ._discover import Discovered, discover
@@ -19,7 +18,6 @@ from ._ir import Graph, Placeholder, Value
 from ._pytree import flatten
 from ._regions import Region
 from ._tracer import Tracer
-from .errors import TraceError
 
 
 @dataclass(eq=False)
@@ -31,15 +29,6 @@ class Trace:
     result: Any = None  # what the traced (eager) call returned
     broken: str | None = None  # why the call could not be captured (fullgraph=False)
     outputs_require_grad: bool = False
-
-
-def _rng_states(devices: set[Any]) -> list[Any]:
-    states = []
-    for device in sorted(devices, key=str):
-        generator = get_backend(device.type).generator(device.index or 0)
-        bit = getattr(generator, "bit_generator", None)
-        states.append(bit.state if bit is not None else None)
-    return states
 
 
 def run_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -54,19 +43,8 @@ def run_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         tracer.watch_grad(t)
     for _, _, t in found.tensors.values():
         tracer.watch_grad(t)
-    devices = {t.device for t in flat} | {t.device for _, _, t in found.tensors.values()}
-    if not devices:
-        from pullback.tensor import default_device
-
-        devices = {default_device()}
-    rng_before = _rng_states(devices)
     with tracer:
         result = fn(*args, **kwargs)
-    if tracer.broken is None and _rng_states(devices) != rng_before:
-        tracer._fail(TraceError(
-            "the function drew random numbers (dropout, rand...): a graph would replay the same "
-            "draws at every call; compile it with dropout off (p=0 or eval()), or draw the "
-            "random tensors outside and pass them in"))
     trace = Trace(graph, tracer.regions, result, tracer.broken)
     if trace.broken is None:
         _finish(trace, tracer, flat, result)

@@ -1,5 +1,5 @@
-"""pullback-compiler's plugin: its graph passes, its fused ops and their rules, through the
-public hooks."""
+"""pullback-compiler's plugin: its graph passes, its fused ops and the rules it adds to ops (C
+expressions of elementwise ops, how fused ops lower), all through the public hooks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,25 @@ from typing import Any, Callable
 from pullback.hookspecs import hookimpl
 
 pullback_hook_api = "1.0"
+
+
+@hookimpl
+def register_ops(register: Callable[[Any], None]) -> None:
+    from ._ops import COMPILER_OPS
+
+    for op in COMPILER_OPS:
+        register(op)
+
+
+@hookimpl
+def register_rules(register: Callable[[str, str, Any], None]) -> None:
+    from ._c_rules import C_SCALAR_RULES
+    from ._executor import LOWER_RULE
+    from ._fused import lower_fused
+
+    for op_name, rule in C_SCALAR_RULES.items():
+        register(op_name, "c_scalar", rule)
+    register("compiler.fused_elementwise", LOWER_RULE, lower_fused)
 
 
 @hookimpl

@@ -22,7 +22,8 @@ from typing import Any, Callable
 import numpy as np
 
 from pullback.debug._source import capture_stack, source_line, user_frames
-from pullback.dispatch import DispatchMode, apply, run_array_update
+from pullback.dispatch import DispatchMode, apply, draw_random, run_array_update
+from pullback.promotion import promote
 from pullback.registry import Op
 from pullback.tensor import Tensor
 
@@ -223,6 +224,8 @@ class Tracer(DispatchMode):
     def dispatch(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
         if self.broken is not None:
             return apply(op, *args, **attrs)
+        if op.promotion is not None:
+            args = self._promoted(op, args)
         inputs = [self.argument(a) for a in args]
         self._check_attrs(op, attrs)
         result = apply(op, *args, **attrs)
@@ -247,6 +250,29 @@ class Tracer(DispatchMode):
             for s, v in zip(saved, node.outputs[1:]):
                 self.bind_array(s, v)
         return result
+
+    def _promoted(self, op: Op, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The arguments as dispatch will hand them to the kernel: type promotion's casts are
+        recorded as ``cast`` nodes (dispatch makes them below this mode, unseen)."""
+        arrays = [a.array if isinstance(a, Tensor) else a for a in args]
+        promoted = promote(op, args, arrays)
+        if promoted is None:
+            return args
+        new_args = promoted[0]
+        for old, new in zip(args, new_args):
+            if isinstance(new, Tensor) and new is not old:
+                node = self.graph.add_node("cast", [self.value_of(old)], {"dtype": new.dtype},
+                                           [(new.shape, new.dtype)])
+                self.bind(new, node.output)
+        return new_args
+
+    def random(self, draw: Callable[[tuple[int, ...]], Tensor], shape: tuple[int, ...]) -> Tensor:
+        if self.broken is None:
+            self._fail(TraceError(
+                f"random numbers drawn at {describe_location(user_location(2))}: a graph would "
+                "replay the same draws at every call; compile with dropout off (p=0 or eval()), "
+                "or draw the random tensors outside and pass them in"))
+        return draw_random(draw, shape)
 
     def array_update(self, update: Callable[[Callable[[Any], Any]], None]) -> None:
         if self.broken is not None:

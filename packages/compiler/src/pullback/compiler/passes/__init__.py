@@ -13,11 +13,12 @@ from typing import Any, Callable, Sequence
 from pullback.plugins import graph_passes
 
 from .._ir import Graph
-from . import algebraic, constant_fold, cse, dce  # noqa: F401  (they register themselves)
+from . import algebraic, constant_fold, cse, dce, fusion  # noqa: F401  (they register themselves)
 
 GraphPass = Callable[[Graph], Graph]
 
-DEFAULT_PIPELINE: tuple[str, ...] = ("algebraic", "constant_fold", "cse", "dce")
+DEFAULT_PIPELINE: tuple[str, ...] = ("algebraic", "constant_fold", "cse", "dce",
+                                     "fuse_elementwise", "dce")
 
 
 def get_pass(name_or_pass: str | GraphPass) -> GraphPass:

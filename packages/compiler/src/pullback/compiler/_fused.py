@@ -1,0 +1,232 @@
+"""A fused elementwise kernel: several elementwise ops (and optionally a trailing sum) as one C
+loop, generated from the ops' ``"c_scalar"`` rules and built through :mod:`pullback.native`.
+
+The loop runs over the output viewed as ``rows x cols`` (or over its flat elements when no input
+broadcasts): each input is *full* (the output's shape), a *row* (broadcast along the leading
+axes: a bias), a *column* (broadcast along the trailing axes: a per-row statistic), a single
+element, or a runtime number. Temporaries live in registers; only the group's outputs are
+written, once. The C file is written to the cache folder and compiled on first use (the shared
+library is cached on disk by :func:`pullback.native.load`); with no compiler, with
+``PULLBACK_NATIVE=0`` or on another device the same ops run one by one with their own kernels,
+which is exactly the unfused computation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pullback import native
+from pullback.registry import get_op
+
+from ._c_rules import c_literal
+
+_CTYPES = {"float32": "float", "float64": "double", "bool": "unsigned char"}
+INPUT_KINDS = ("full", "row", "col", "one", "number")
+
+
+@dataclass(eq=False)
+class FusedOp:
+    """One op of the group. ``args``: ``("in", k)`` an input, ``("tmp", j)`` the result of op
+    ``j``, ``("lit", x)`` a Python number."""
+
+    op: str
+    args: tuple[tuple[str, Any], ...]
+    attrs: dict[str, Any]
+    dtype: np.dtype
+
+
+@dataclass(eq=False)
+class FusedKernel:
+    """The callable behind a ``compiler.fused_elementwise`` node."""
+
+    ops: list[FusedOp]
+    input_kinds: list[str]
+    input_dtypes: list[np.dtype | None]  # None for runtime numbers
+    shape: tuple[int, ...]  # the shape the ops compute at
+    split: int | None  # leading axes that are rows (None: one flat loop)
+    outputs: list[int]  # the ops whose results are returned
+    reduce_from: int | None = None  # sum over the axes from here on (the output is reduced)
+    keepdims: bool = False
+    device: str = "cpu"
+    _function: Any = field(default=None, repr=False)
+    _built: bool = field(default=False, repr=False)
+    _kernels: list[Any] | None = field(default=None, repr=False)
+
+    # -- description ---------------------------------------------------------------------------
+    def summary(self) -> str:
+        names = [op.op for op in self.ops] + (["sum"] if self.reduce_from is not None else [])
+        return f"<{len(names)} ops: {' '.join(names)}>"
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        if self.reduce_from is None:
+            return self.shape
+        kept = self.shape[:self.reduce_from]
+        return kept + (1,) * (len(self.shape) - self.reduce_from) if self.keepdims else kept
+
+    # -- C source ------------------------------------------------------------------------------
+    def c_source(self, name: str) -> str:
+        lines = ["#include <stdint.h>", "#include <math.h>", '#include "pullback_math.h"', ""]
+        params = ["int64_t lo", "int64_t hi", "int64_t cols"]
+        for k, dtype in enumerate(self.input_dtypes):
+            if dtype is None:  # a runtime number
+                params.append(f"double s{k}")
+            else:
+                params.append(f"const {_CTYPES[dtype.name]} *restrict in{k}")
+        for j, o in enumerate(self.outputs):
+            params.append(f"{_CTYPES[self.ops[o].dtype.name]} *restrict out{j}")
+        lines.append(f"void {name}({', '.join(params)}) {{")
+        body = self._body()
+        if self.reduce_from is not None:
+            acc = "double"
+            lines += ["    for (int64_t r = lo; r < hi; r++) {", f"        {acc} acc = 0;",
+                      "        for (int64_t c = 0; c < cols; c++) {",
+                      "            const int64_t i = r * cols + c;"]
+            lines += ["            " + b for b in body]
+            lines += [f"            acc += t{self.outputs[0]};", "        }",
+                      f"        out0[r] = ({_CTYPES[self.ops[self.outputs[0]].dtype.name]})acc;",
+                      "    }"]
+        elif self.split is None:
+            lines.append("    for (int64_t i = lo; i < hi; i++) {")
+            lines += ["        " + b for b in body] + self._stores("        ") + ["    }"]
+        else:
+            lines += ["    for (int64_t r = lo; r < hi; r++) {",
+                      "        for (int64_t c = 0; c < cols; c++) {",
+                      "            const int64_t i = r * cols + c;"]
+            lines += ["            " + b for b in body] + self._stores("            ")
+            lines += ["        }", "    }"]
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def _stores(self, indent: str) -> list[str]:
+        return [f"{indent}out{j}[i] = t{o};" for j, o in enumerate(self.outputs)]
+
+    def _body(self) -> list[str]:
+        lines = []
+        for k, (kind, dtype) in enumerate(zip(self.input_kinds, self.input_dtypes)):
+            if kind == "number":
+                continue
+            index = {"full": "i", "row": "c", "col": "r", "one": "0"}[kind]
+            assert dtype is not None  # arrays have one; runtime numbers were skipped
+            lines.append(f"const {_CTYPES[dtype.name]} a{k} = in{k}[{index}];")
+        for j, op in enumerate(self.ops):
+            ctype = _CTYPES[op.dtype.name]
+            rule = get_op(op.op).rule("c_scalar")
+            compute = self._compute_type(op)
+            args = [self._arg(a, compute) for a in op.args]
+            lines.append(f"const {ctype} t{j} = {rule(args, compute, **op.attrs)};")
+        return lines
+
+    def _compute_type(self, op: FusedOp) -> str:
+        """The float type an op computes in (that of its float arguments for comparisons)."""
+        if op.dtype.kind == "f":
+            return _CTYPES[op.dtype.name]
+        for kind, ref in op.args:
+            dtype = self._arg_dtype(kind, ref)
+            if dtype is not None and dtype.kind == "f":
+                return _CTYPES[dtype.name]
+        return "double"
+
+    def _arg_dtype(self, kind: str, ref: Any) -> np.dtype | None:
+        if kind == "in":
+            return self.input_dtypes[ref]
+        if kind == "tmp":
+            return self.ops[ref].dtype
+        return None
+
+    def _arg(self, arg: tuple[str, Any], compute: str) -> str:
+        kind, ref = arg
+        if kind == "lit":
+            return c_literal(ref, compute) if not isinstance(ref, bool) else str(int(ref))
+        if kind == "in" and self.input_kinds[ref] == "number":
+            return f"(({compute})s{ref})"  # a Python number: weak, as in NumPy
+        return f"a{ref}" if kind == "in" else f"t{ref}"
+
+    # -- building ------------------------------------------------------------------------------
+    def _library_function(self) -> Any:
+        if self._built:
+            return self._function
+        self._built = True
+        if self.device != "cpu" or not native.enabled():
+            return None
+        probe = self.c_source("NAME")
+        name = "fused_" + hashlib.sha256(probe.encode()).hexdigest()[:16]
+        source = native.cache_dir().parent / "compiler" / f"{name}.c"
+        try:
+            source.parent.mkdir(parents=True, exist_ok=True)
+            if not source.exists():
+                source.write_text(self.c_source(name))
+        except OSError:
+            return None
+        library = native.load(name, source)
+        if library is None:
+            return None
+        fn = getattr(library, name)
+        fn.argtypes = ([ctypes.c_int64] * 3
+                       + [ctypes.c_double if k == "number" else ctypes.c_void_p
+                          for k in self.input_kinds]
+                       + [ctypes.c_void_p] * len(self.outputs))
+        fn.restype = None
+        self._function = fn
+        return fn
+
+    # -- running -------------------------------------------------------------------------------
+    def __call__(self, *args: Any) -> Any:
+        fn = self._library_function()
+        if fn is not None and all(a.__class__ is np.ndarray for a, k in zip(args, self.input_kinds)
+                                  if k != "number"):
+            outs = self._run_native(fn, args)
+        else:
+            outs = self._run_ops(args)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _run_native(self, fn: Any, args: tuple[Any, ...]) -> list[Any]:
+        pointers: list[Any] = []
+        for a, kind in zip(args, self.input_kinds):
+            if kind == "number":
+                pointers.append(float(a))
+            else:
+                pointers.append((a if a.flags.c_contiguous else np.ascontiguousarray(a)).ctypes.data)
+        outs = [np.empty(self.out_shape, self.ops[o].dtype) for o in self.outputs]
+        pointers += [o.ctypes.data for o in outs]
+        if self.reduce_from is not None:
+            rows = int(np.prod(self.shape[:self.reduce_from], dtype=np.int64))
+            cols = int(np.prod(self.shape[self.reduce_from:], dtype=np.int64))
+        elif self.split is None:
+            rows, cols = int(np.prod(self.shape, dtype=np.int64)), 1
+        else:
+            rows = int(np.prod(self.shape[:self.split], dtype=np.int64))
+            cols = int(np.prod(self.shape[self.split:], dtype=np.int64))
+        native.run_rows(fn, rows, cols, cols, *pointers)
+        return outs
+
+    def _run_ops(self, args: tuple[Any, ...]) -> list[Any]:
+        """The ops one by one with their own kernels (no compiler, or not NumPy arrays)."""
+        if self._kernels is None:
+            self._kernels = [get_op(op.op).kernel_for(self.device) for op in self.ops]
+        temps: list[Any] = []
+        for op, kernel in zip(self.ops, self._kernels):
+            values = [args[ref] if kind == "in" else temps[ref] if kind == "tmp" else ref
+                      for kind, ref in op.args]
+            temps.append(kernel(*values, **op.attrs))
+        outs = [temps[o] for o in self.outputs]
+        if self.reduce_from is not None:
+            axes = tuple(range(self.reduce_from, len(self.shape)))
+            total = get_op("sum").kernel_for(self.device)(outs[0], axis=axes,
+                                                           keepdims=self.keepdims)
+            from pullback.backends import get_backend
+
+            outs = [get_backend(self.device).xp.asarray(total)]
+        return outs
+
+
+def lower_fused(node: Any, device: str) -> Any:
+    """The ``compiler.lower`` rule of ``compiler.fused_elementwise``: the kernel itself."""
+    kernel: FusedKernel = node.attrs["kernel"]
+    kernel.device = device
+    return kernel

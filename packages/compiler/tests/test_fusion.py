@@ -1,0 +1,161 @@
+"""Elementwise fusion: generated C loops agree with the unfused graph (bit for bit where only
+arithmetic is involved, within the stated tolerance otherwise), the NumPy fallback is the
+unfused computation exactly, and the loops are built once and cached on disk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from compiler_battery import placeholder_values
+from pass_battery import CASES, assert_identical, special_floats, traced
+from pullback import native
+from pullback.compiler import optimize, run_graph, trace
+from pullback.compiler._c_rules import C_SCALAR_RULES
+from pullback.compiler.passes.fusion import FUSED_OP
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and inf inputs
+
+FUSION = ["fuse_elementwise", "dce"]
+
+
+def _tolerance(dtype):
+    return (2e-6, 1e-30) if dtype == np.float32 else (1e-13, 1e-300)
+
+
+def _close(a, b, where):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, where
+    if a.dtype.kind != "f":
+        np.testing.assert_array_equal(a, b, err_msg=where)
+        return
+    rtol, atol = _tolerance(a.dtype)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fused_graphs_agree_with_the_unfused_ones(case):
+    graph, inputs = traced(case)
+    values = placeholder_values(graph, inputs)
+    fused, report = optimize(graph, FUSION)
+    for i, (a, b) in enumerate(zip(run_graph(graph, *values), run_graph(fused, *values))):
+        _close(a, b, f"{case}: result {i}")
+
+
+def _graph(fn, *inputs):
+    with pb.no_grad():
+        return trace(fn, *inputs)
+
+
+def _fused_nodes(graph):
+    return [n for n in optimize(graph, FUSION)[0].nodes if n.op == FUSED_OP]
+
+
+def test_an_arithmetic_chain_is_one_loop_and_bit_identical():
+    x, w = special_floats((64, 33)), special_floats((64, 33), seed=2)
+    graph = _graph(lambda x, w: ((x * w + 1.5) / (w - x)) * 0.25 - pb.sqrt(pb.abs(x)), x, w)
+    fused = optimize(graph, FUSION)[0]
+    assert [n.op for n in fused.nodes] == [FUSED_OP]
+    (a,), (b,) = run_graph(graph, x.array, w.array), run_graph(fused, x.array, w.array)
+    assert_identical(a, b, "arithmetic chain")
+
+
+def test_broadcast_rows_columns_and_single_elements_are_read_in_place():
+    x = pb.randn(8, 5, 7)
+    bias, per_row, one = pb.randn(7), pb.randn(8, 5, 1), pb.randn(1)
+    graph = _graph(lambda x, b, r, o: pb.tanh(x + b) * r - o, x, bias, per_row, one)
+    (node,) = _fused_nodes(graph)
+    kernel = node.attrs["kernel"]
+    assert sorted(kernel.input_kinds) == ["col", "full", "one", "row"]
+    args = [t.array for t in (x, bias, per_row, one)]
+    _close(run_graph(graph, *args)[0], run_graph(optimize(graph, FUSION)[0], *args)[0], "bcast")
+
+
+def test_a_trailing_sum_folds_into_the_loop():
+    x, w = pb.randn(16, 40, dtype="float64"), pb.randn(40, dtype="float64")
+    graph = _graph(lambda x, w: pb.exp(x * w).sum(axis=-1, keepdims=True), x, w)
+    (node,) = _fused_nodes(graph)
+    assert node.attrs["kernel"].reduce_from == 1
+    fused = optimize(graph, FUSION)[0]
+    _close(run_graph(graph, x.array, w.array)[0], run_graph(fused, x.array, w.array)[0], "sum")
+
+
+def test_a_sum_whose_chain_is_read_elsewhere_is_not_folded():
+    x = pb.randn(4, 6)
+    graph = _graph(lambda x: (pb.exp(x) * 2.0, (pb.exp(x) * 2.0).sum()), x)
+    fused = optimize(graph, ["cse"] + FUSION)[0]
+    assert "sum" in [n.op for n in fused.nodes]
+
+
+def test_ops_without_a_c_rule_split_the_chains():
+    x = pb.randn(6, 6)
+    graph = _graph(lambda x: pb.exp(x @ pb.tanh(x)) + 1.0, x)
+    ops = [n.op for n in optimize(graph, FUSION)[0].nodes]
+    assert ops == ["tanh", "matmul", FUSED_OP]  # tanh alone stays; exp and + 1.0 fuse
+
+
+def test_a_backward_loop_recomputes_its_forward_instead_of_reading_every_value():
+    x = pb.randn(8, dtype="float64", requires_grad=True)
+
+    def f(x):
+        y = x
+        for _ in range(20):
+            y = pb.tanh(y * 1.1 + 0.1)
+        y.sum().backward()
+        return y
+
+    graph = trace(f, x)
+    fused = optimize(graph, FUSION)[0]
+    loops = [n for n in fused.nodes if n.op == FUSED_OP]
+    assert max(len(n.inputs) for n in loops) <= 3  # not the 20 activations
+    for i, (a, b) in enumerate(zip(run_graph(graph, x.array), run_graph(fused, x.array))):
+        _close(a, b, f"result {i}")
+
+
+def test_the_numpy_fallback_is_the_unfused_computation_exactly(monkeypatch):
+    monkeypatch.setenv("PULLBACK_NATIVE", "0")
+    graph, inputs = traced("mlp_backward")
+    values = placeholder_values(graph, inputs)
+    fused = optimize(graph, FUSION)[0]
+    assert any(n.op == FUSED_OP for n in fused.nodes)
+    for i, (a, b) in enumerate(zip(run_graph(graph, *values), run_graph(fused, *values))):
+        assert_identical(a, b, f"fallback result {i}")
+
+
+def test_loops_are_built_once_and_cached_on_disk():
+    x = pb.randn(50)
+    graph = _graph(lambda x: pb.sigmoid(x) * x - 3.0, x)
+    (node,) = _fused_nodes(graph)
+    kernel = node.attrs["kernel"]
+    kernel(x.array)
+    if kernel._function is None:
+        pytest.skip(f"no C compiler here: {native.status()}")
+    built = [s for name, s in native.status().items() if name.startswith("fused_")]
+    assert built and all(s.startswith("built ") for s in built)
+    assert kernel._library_function() is kernel._function  # not rebuilt
+
+
+@pytest.mark.parametrize("op", sorted(C_SCALAR_RULES))
+def test_every_c_rule_matches_its_ops_kernel(op):
+    """Each op's C expression, alone in a loop, against the op's own kernel on special values."""
+    from pullback.registry import get_op
+
+    x, y = special_floats((4, 8), "float64"), special_floats((4, 8), "float64", seed=3)
+    attrs = {"clamp": {"min": -0.5, "max": 0.75}, "cast": {"dtype": np.dtype("float32")}}.get(
+        op, {})
+    n = {"where": 3, "tanh_backward": 2, "sigmoid_backward": 2, "relu_backward": 2,
+         "gelu_backward": 2}.get(op, None)
+    arity = n or (2 if op in ("add", "sub", "mul", "div", "maximum", "minimum", "greater",
+                              "greater_equal", "less", "less_equal", "equal", "not_equal")
+                  else 1)
+    args = [x, y][:arity] if arity < 3 else [x > 0, x, y]
+
+    def f(*a):
+        return pb.dispatch.apply(get_op(op), *a, **attrs) * 1.0
+
+    graph = _graph(f, *args)
+    arrays = [a.array for a in args]
+    fused = optimize(graph, FUSION)[0]
+    assert [n.op for n in fused.nodes] == [FUSED_OP]
+    _close(run_graph(graph, *arrays)[0], run_graph(fused, *arrays)[0], op)
