@@ -196,3 +196,24 @@ def test_sample_is_reproducible_from_the_cli(tmp_path, corpus, capsys):
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(pb.errors.CheckpointError, match="no checkpoint"):
         load_checkpoint(tmp_path)
+
+
+def test_a_run_that_fails_before_its_first_step_leaves_no_folder(tmp_path, corpus, monkeypatch):
+    from pullback.gpt.data import CharDataset
+
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="fewer than block_size"):  # checked before mkdir
+        train(tiny_train_config(), "too short", out, quiet=True)
+    assert not out.exists()
+
+    def broken_batch(*args, **kwargs):
+        raise RuntimeError("the device went away")
+
+    monkeypatch.setattr(CharDataset, "batch", broken_batch)
+    with pytest.raises(RuntimeError, match="went away"):  # inside the first step
+        train(tiny_train_config(), corpus.read_text(), out, quiet=True)
+    assert not out.exists()
+    out.mkdir()  # a folder that was there before stays
+    with pytest.raises(RuntimeError, match="went away"):
+        train(tiny_train_config(), corpus.read_text(), out, quiet=True)
+    assert out.is_dir()
