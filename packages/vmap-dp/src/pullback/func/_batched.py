@@ -127,7 +127,7 @@ class BatchedTensor(WrapperTensor):
         value = self._value.to(*args, **kwargs)
         return self if value is self._value else make_batched(value, self._bdim, self._level)
 
-    # -- in-place ops: computed out of place, written into every sample ------------------------
+    # -- in-place ops (see WrapperTensor): computed out of place, written into every sample ----
     def _assign(self, result: Any, name: str) -> Tensor:
         """Write ``result`` (this tensor's logical shape) into the batch in place."""
         if tuple(result.shape) != self._shape:
@@ -141,56 +141,6 @@ class BatchedTensor(WrapperTensor):
             value = pullback.broadcast_to(value, tuple(self._value.shape))
         write_into(self._value, value, name)
         return self
-
-    def add_(self, other: Any, *, alpha: float = 1) -> Tensor:
-        return self._assign(pullback.add(self, other, alpha=alpha), "add_")
-
-    def sub_(self, other: Any, *, alpha: float = 1) -> Tensor:
-        return self._assign(pullback.sub(self, other, alpha=alpha), "sub_")
-
-    def mul_(self, other: Any) -> Tensor:
-        return self._assign(pullback.mul(self, other), "mul_")
-
-    def div_(self, other: Any) -> Tensor:
-        return self._assign(pullback.div(self, other), "div_")
-
-    def pow_(self, other: Any) -> Tensor:
-        return self._assign(pullback.pow(self, other), "pow_")
-
-    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-        return self._assign(pullback.clamp(self, min, max), "clamp_")
-
-    def exp_(self) -> Tensor:
-        return self._assign(pullback.exp(self), "exp_")
-
-    def relu_(self) -> Tensor:
-        return self._assign(pullback.relu(self), "relu_")
-
-    def neg_(self) -> Tensor:
-        return self._assign(pullback.neg(self), "neg_")
-
-    def masked_fill_(self, mask: Any, value: Any) -> Tensor:
-        return self._assign(pullback.masked_fill(self, mask, value), "masked_fill_")
-
-    def copy_(self, src: Any) -> Tensor:
-        if not isinstance(src, Tensor):
-            src = pullback.tensor(src, device=self.device)
-        return self._assign(src.to(self.dtype), "copy_")
-
-    def fill_(self, value: Any) -> Tensor:
-        return self._assign(pullback.full(self._shape, value, dtype=self.dtype,
-                                          device=self.device), "fill_")
-
-    def zero_(self) -> Tensor:
-        return self.fill_(0)
-
-    def uniform_(self, low: float = 0.0, high: float = 1.0) -> Tensor:
-        return self._assign(pullback.uniform(low, high, self._shape, dtype=self.dtype,
-                                             device=self.device), "uniform_")
-
-    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
-        return self._assign(pullback.normal(mean, std, self._shape, dtype=self.dtype,
-                                            device=self.device), "normal_")
 
     def __setitem__(self, key: Any, value: Any) -> None:
         key = key if isinstance(key, tuple) else (key,)

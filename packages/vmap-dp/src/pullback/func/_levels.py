@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pullback
 from pullback.tensor import Tensor
 
 _counter = itertools.count(1)
@@ -95,6 +96,102 @@ class WrapperTensor(Tensor):
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
+
+    # -- reading values: those of the value one level below ------------------------------------
+    def item(self) -> Any:
+        return self._value.item()
+
+    def tolist(self) -> Any:
+        return self._value.tolist()
+
+    def numpy(self) -> Any:
+        return self._value.detach().numpy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self._value.__array__(dtype, copy)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __index__(self) -> int:
+        return self._value.__index__()
+
+    # -- in-place ops: computed out of place, then stored by the level (_assign) ---------------
+    def _assign(self, result: Any, name: str) -> Tensor:
+        raise NotImplementedError
+
+    def add_(self, other: Any, *, alpha: float = 1) -> Tensor:
+        return self._assign(pullback.add(self, other, alpha=alpha), "add_")
+
+    def sub_(self, other: Any, *, alpha: float = 1) -> Tensor:
+        return self._assign(pullback.sub(self, other, alpha=alpha), "sub_")
+
+    def mul_(self, other: Any) -> Tensor:
+        return self._assign(pullback.mul(self, other), "mul_")
+
+    def div_(self, other: Any) -> Tensor:
+        return self._assign(pullback.div(self, other), "div_")
+
+    def pow_(self, other: Any) -> Tensor:
+        return self._assign(pullback.pow(self, other), "pow_")
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._assign(pullback.clamp(self, min, max), "clamp_")
+
+    def exp_(self) -> Tensor:
+        return self._assign(pullback.exp(self), "exp_")
+
+    def relu_(self) -> Tensor:
+        return self._assign(pullback.relu(self), "relu_")
+
+    def neg_(self) -> Tensor:
+        return self._assign(pullback.neg(self), "neg_")
+
+    def masked_fill_(self, mask: Any, value: Any) -> Tensor:
+        return self._assign(pullback.masked_fill(self, mask, value), "masked_fill_")
+
+    def copy_(self, src: Any) -> Tensor:
+        if not isinstance(src, Tensor):
+            src = pullback.tensor(src, device=self.device)
+        return self._assign(pullback.broadcast_to(src.to(self.dtype), self._shape), "copy_")
+
+    def fill_(self, value: Any) -> Tensor:
+        return self._assign(pullback.full(self._shape, value, dtype=self.dtype,
+                                          device=self.device), "fill_")
+
+    def zero_(self) -> Tensor:
+        return self.fill_(0)
+
+    def uniform_(self, low: float = 0.0, high: float = 1.0) -> Tensor:
+        return self._assign(pullback.uniform(low, high, self._shape, dtype=self.dtype,
+                                             device=self.device), "uniform_")
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> Tensor:
+        return self._assign(pullback.normal(mean, std, self._shape, dtype=self.dtype,
+                                            device=self.device), "normal_")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``self[key] = value`` as ``where(selected, value spread out, self)``: differentiable in
+        both, whatever the key (the last write wins on repeated positions, as in NumPy)."""
+        n = self.numel()
+        chosen = pullback.arange(n, device=self.device).reshape(self._shape)[key]
+        positions = chosen.reshape(-1)
+        selected = pullback.zeros(n, dtype="bool", device=self.device)
+        selected[positions] = True
+        slot = pullback.zeros(n, dtype="int64", device=self.device)
+        slot[positions] = pullback.arange(positions.numel(), device=self.device)
+        if not isinstance(value, Tensor):
+            value = pullback.tensor(value, dtype=self.dtype, device=self.device)
+        values = pullback.broadcast_to(value.to(self.dtype), tuple(chosen.shape)).reshape(-1)
+        spread = pullback.index_select(values, 0, slot) if positions.numel() else self
+        self._assign(pullback.where(selected.reshape(self._shape), spread.reshape(self._shape),
+                                    self), "__setitem__")
 
     def backward(self, *args: Any, **kwargs: Any) -> None:
         from ._errors import FuncError

@@ -18,6 +18,9 @@ pullback_hook_api = "1.0"
 @hookimpl
 def register_rules(register: Callable[[str, str, Any], None]) -> None:
     from ._batch_rules import OP_RULES
+    from ._jvp_rules import op_rules
 
     for name, rule in OP_RULES.items():
         register(name, "batch", rule)
+    for name, rule in op_rules().items():
+        register(name, "jvp", rule)
