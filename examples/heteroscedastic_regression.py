@@ -13,7 +13,6 @@ calibrated Gaussian), next to MC dropout with 30 passes, and plots mean +- 2 sig
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -22,6 +21,8 @@ import time
 import numpy as np
 
 import pullback
+from _example import example_parser, output_dir
+
 from pullback import nn, optim, pramana
 
 
@@ -79,13 +80,11 @@ def coverage(mean, var, y) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = example_parser(__doc__, __file__)
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=os.path.join("runs", "heteroscedastic_regression"))
-    parser.add_argument("--smoke", action="store_true", help="200 steps: checks that it runs")
     args = parser.parse_args()
     steps = 200 if args.smoke else args.steps
 
@@ -122,7 +121,7 @@ def main() -> None:
                           "coverage_2sigma": round(coverage(m_mc, v_mc, y), 4),
                           "predict_ms": round(1000 * t_mc, 2)},
     }
-    os.makedirs(args.out, exist_ok=True)
+    output_dir(args.out)
     _plot(model, x_train, y_train, x_test, y_test, os.path.join(args.out, "mean_2sigma.png"))
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)

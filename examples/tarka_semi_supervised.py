@@ -20,28 +20,26 @@ spread, in a CSV and a plot.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
-import sys
 
 import numpy as np
 
 import pullback
+from _example import data_set, example_parser, output_dir
+from _nn_example import FASHION_MNIST_HELP
+
 from pullback import nn, optim, tarka
 from pullback.nn import functional as F
 from pullback.nn.data import FashionMNIST
-from pullback.nn.data.fashion_mnist import FASHION_MNIST_ROOT
 
 METHODS = ("supervised", "semantic loss", "LTN")
 
 
-def load(root: str, train: bool) -> tuple[np.ndarray, np.ndarray]:
-    try:
+def load(root: str | None, train: bool) -> tuple[np.ndarray, np.ndarray]:
+    with data_set():
         ds = FashionMNIST(root=root, train=train)
-    except FileNotFoundError as exc:
-        sys.exit(f"error: {exc} (Debian: apt-get install dataset-fashion-mnist)")
     images = (ds.data.numpy().reshape(len(ds), -1).astype(np.float32) / 255.0 - 0.286) / 0.353
     return images, ds.targets.numpy()
 
@@ -98,14 +96,11 @@ def accuracy(model: nn.Module, images: np.ndarray, labels: np.ndarray) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=FASHION_MNIST_ROOT)
-    parser.add_argument("--out", default=os.path.join("runs", "tarka_semi_supervised"))
+    parser = example_parser(__doc__, __file__, data_help=FASHION_MNIST_HELP)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--per-class", type=int, default=60, help="labelled images per class")
     parser.add_argument("--weight", type=float, default=0.5, help="semantic loss weight")
-    parser.add_argument("--smoke", action="store_true", help="one seed, 50 steps")
     args = parser.parse_args()
     steps, seeds = (50, 1) if args.smoke else (args.steps, args.seeds)
 
@@ -124,7 +119,7 @@ def main() -> None:
         acc = np.array([r["test_accuracy"] for r in rows if r["method"] == method])
         summary[method] = {"mean": round(float(acc.mean()), 4),
                            "std": round(float(acc.std(ddof=1)) if len(acc) > 1 else 0.0, 4)}
-    os.makedirs(args.out, exist_ok=True)
+    output_dir(args.out)
     with open(os.path.join(args.out, "accuracy.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -13,7 +13,6 @@ triples (R thresholded at 0.5) that satisfy the axiom, before and after training
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -21,6 +20,8 @@ import os
 import numpy as np
 
 import pullback
+from _example import example_parser, output_dir
+
 from pullback import optim, tarka
 
 AXIOMS = ("transitivity", "asymmetry", "irreflexivity", "totality")
@@ -56,11 +57,9 @@ def fuzzy_sat(relation: tarka.Predicate, entities: np.ndarray) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = example_parser(__doc__, __file__)
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=os.path.join("runs", "tarka_transitive_relation"))
-    parser.add_argument("--smoke", action="store_true", help="100 steps: checks that it runs")
     args = parser.parse_args()
     steps = 100 if args.smoke else args.steps
 
@@ -83,7 +82,7 @@ def main() -> None:
     rows = [{"axiom": name, "stage": stage, "crisp_share_held_out": round(r["crisp"][name], 4),
              "fuzzy_sat_all_entities": round(r["fuzzy"][name], 4)}
             for stage, r in (("before", before), ("after", after)) for name in AXIOMS]
-    os.makedirs(args.out, exist_ok=True)
+    output_dir(args.out)
     with open(os.path.join(args.out, "axioms.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
