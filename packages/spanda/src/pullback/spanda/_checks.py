@@ -47,6 +47,8 @@ def check_state(where: str, name: str, state: Any, step_shape: tuple[int, ...]) 
     if state is None or isinstance(state, (int, float)):
         return
     shape = tuple(state.shape)
+    if shape == step_shape:
+        return
     try:
         broadcast = np.broadcast_shapes(shape, step_shape)
     except ValueError:

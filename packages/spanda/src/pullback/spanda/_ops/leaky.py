@@ -53,8 +53,10 @@ def _as_dtype(xp: Any, value: Any, dtype: Any) -> Any:
 
 
 def _clamp01(xp: Any, beta: Any) -> Any:
-    if isinstance(beta, float):
-        return min(max(beta, 0.0), 1.0)
+    # A scalar beta (the usual case) becomes a Python float: clipping a 0-d array costs ~20 us,
+    # more than the rest of a small step.
+    if isinstance(beta, float) or beta.ndim == 0:
+        return min(max(float(beta), 0.0), 1.0)
     return xp.clip(beta, 0.0, 1.0)
 
 
@@ -141,16 +143,23 @@ def _coefficients(F: Any, reset: str, prev: Any, x: Any, b: Any, thr: Any, s: An
 def _leaky_grad(F: Any, g: Any, out: Any, x: Any, u0: Any, beta: Any, threshold: Any, *,
                 reset: str, detach_reset: bool, surrogate: Any, sequence: bool,
                 needs: Any) -> Any:
+    if isinstance(beta, (int, float)):
+        b = min(max(float(beta), 0.0), 1.0)
+    elif not F.differentiable and beta.ndim == 0:
+        b = min(max(float(beta), 0.0), 1.0)  # see _clamp01
+    else:
+        b = F.clamp(beta, min=0.0, max=1.0)
+    # Only the common case skips u_{t-1}: a detached subtract reset (or none) with a fixed beta
+    # and threshold needs nothing but beta in backward.
+    simple = reset in ("subtract", "none", "subtract_immediate") and detach_reset
+    if simple and not sequence and not (needs[2] or needs[3]):
+        # One step of it (a step-by-step loop's every node): dx = g, du0 = beta g.
+        return g, (g * b if needs[1] else None), None, None
     x_shape = tuple(x.shape)
     if not sequence:
         x, g, out = (F.reshape(a, shape=(1,) + x_shape) for a in (x, g, out))
     steps = out.shape[0]
-    b = min(max(float(beta), 0.0), 1.0) if isinstance(beta, (int, float)) else F.clamp(
-        beta, min=0.0, max=1.0)
     thr = threshold
-    # Only the common case skips u_{t-1}: a detached subtract reset (or none) with a fixed beta
-    # and threshold needs nothing but beta in backward.
-    simple = reset in ("subtract", "none", "subtract_immediate") and detach_reset
     prev = s = sigma = None
     if not simple or needs[2] or needs[3]:
         prev = _previous(F, out, u0)
