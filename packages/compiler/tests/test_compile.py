@@ -184,4 +184,5 @@ def test_a_module_compiles_and_keeps_reading_its_current_parameters():
         compiled(x)
         for p in model.parameters():
             p.array *= 0.5  # a change made outside: read at the next call
-        np.testing.assert_array_equal(compiled(x).array, model(x).array)
+        # the fused loops' tanh and GELU are the C library's: within an ulp or two of NumPy's
+        np.testing.assert_allclose(compiled(x).array, model(x).array, rtol=2e-6, atol=1e-7)

@@ -17,7 +17,7 @@ from pullback.plugins import graph_passes
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and inf inputs
 
-EXACT_PASSES = ["algebraic", "constant_fold", "cse", "dce"]
+EXACT_PASSES = ["algebraic", "constant_fold", "cse", "assemble_slices", "dce"]
 
 
 def test_the_compilers_passes_are_registered_through_the_plugin_hook():
@@ -136,3 +136,11 @@ def test_folded_constants_are_the_kernels_own_results():
     (scale,) = [v for n in optimized.nodes for v in n.input_values() if v in optimized.constants]
     np.testing.assert_array_equal(optimized.constants[scale],
                                   np.ones(4, np.float32) * 2.0 + np.arange(4, dtype=np.float32))
+
+
+def test_slice_gradients_go_into_one_buffer():
+    graph, _ = traced("gpt_backward")
+    before = [n.op for n in graph.nodes].count("getitem_scatter")
+    ops = [n.op for n in optimize(graph, ["assemble_slices", "dce"])[0].nodes]
+    assert before == 6 and "getitem_scatter" not in ops  # q, k, v of two layers
+    assert ops.count("compiler.scatter_slices") == 2

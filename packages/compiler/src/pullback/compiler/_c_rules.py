@@ -8,8 +8,10 @@ already of the computation type ``ctype`` (``"float"`` or ``"double"``; boolean 
 
 The expressions follow NumPy's results: IEEE arithmetic is exact in C as in NumPy (the kernels
 are built without fast-math and without FMA contraction, ``-std=c99``), ``maximum``/``minimum``
-propagate NaN as NumPy does, and the transcendental functions come from the C library (or, for
-float32 GELU, ``pullback_math.h``: the same formula as pullback's own native and NumPy GELU).
+propagate NaN as NumPy does. Float32 ``exp``, ``tanh``, ``sigmoid`` and GELU use the
+vectorizable functions of ``pullback_math.h`` and ``_csrc/fused_math.h`` (within 3 ulp of
+NumPy's; GELU is the formula pullback's own kernels use); the other transcendental functions,
+and every float64 one, are the C library's (within an ulp of NumPy's).
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ def _unary_call(name: str) -> CScalarRule:
     return lambda args, ctype, **_: f"{_f(name, ctype)}({args[0]})"
 
 
+def _exp(x: str, ctype: str) -> str:
+    """exp: pullback_math.h's vectorizable exp32 for float32 (within 2 ulp), libm's for double."""
+    return f"pb_exp32({x})" if ctype == "float" else f"exp({x})"
+
+
+def _tanh(x: str, ctype: str) -> str:
+    return f"pbc_tanh32({x})" if ctype == "float" else f"tanh({x})"
+
+
 def _compare(symbol: str) -> CScalarRule:
     return lambda args, ctype, **_: f"(unsigned char)({args[0]} {symbol} {args[1]})"
 
@@ -71,7 +82,7 @@ def _relu(args: list[str], ctype: str, **_: Any) -> str:
 def _sigmoid(args: list[str], ctype: str, **_: Any) -> str:
     (x,) = args
     # split by sign as pullback's kernel does: exp never overflows
-    e = f"{_f('exp', ctype)}(-{_f('fabs', ctype)}({x}))"
+    e = _exp(f"-{_f('fabs', ctype)}({x})", ctype)
     one = _lit(1.0, ctype)
     return f"(({x}) >= 0 ? {one} / ({one} + {e}) : {e} / ({one} + {e}))"
 
@@ -80,8 +91,8 @@ def _gelu(args: list[str], ctype: str, approximate: str = "none", **_: Any) -> s
     (x,) = args
     if approximate == "tanh":
         c = _lit(math.sqrt(2.0 / math.pi), ctype)
-        return (f"({_lit(0.5, ctype)} * {x} * ({_lit(1.0, ctype)} + {_f('tanh', ctype)}({c} * "
-                f"({x} + {_lit(0.044715, ctype)} * {x} * {x} * {x}))))")
+        inner = f"{c} * ({x} + {_lit(0.044715, ctype)} * {x} * {x} * {x})"
+        return f"({_lit(0.5, ctype)} * {x} * ({_lit(1.0, ctype)} + {_tanh(inner, ctype)}))"
     if ctype == "float":
         return f"({x} * pb_phi32({x}))"
     return f"({x} * (0.5 * (1.0 + erf({x} * {1.0 / math.sqrt(2.0)!r}))))"
@@ -135,7 +146,7 @@ C_SCALAR_RULES: dict[str, CScalarRule] = {
     "div": _binary("/"),
     "neg": lambda args, ctype, **_: f"(-{args[0]})",
     "abs": _unary_call("fabs"),
-    "exp": _unary_call("exp"),
+    "exp": lambda args, ctype, **_: _exp(args[0], ctype),
     "log": _unary_call("log"),
     "log1p": _unary_call("log1p"),
     "expm1": _unary_call("expm1"),
@@ -145,7 +156,7 @@ C_SCALAR_RULES: dict[str, CScalarRule] = {
     "reciprocal": lambda args, ctype, **_: f"({_lit(1.0, ctype)} / {args[0]})",
     "sin": _unary_call("sin"),
     "cos": _unary_call("cos"),
-    "tanh": _unary_call("tanh"),
+    "tanh": lambda args, ctype, **_: _tanh(args[0], ctype),
     "sigmoid": _sigmoid,
     "relu": _relu,
     "leaky_relu": _leaky_relu,

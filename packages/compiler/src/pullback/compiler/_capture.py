@@ -71,8 +71,12 @@ def _finish(trace: Trace, tracer: Tracer, inputs: list[Tensor], result: Any) -> 
             continue
         ph = _placeholder_for(graph, tracer, t, by_input)
         graph.grads.append((ph, None if t.grad is None else tracer.value_of(t.grad)))
-    for region in trace.regions:  # inputs' tensors are new at each call: not a region's
-        region.grad_state = [(t, v) for t, v in region.grad_state if id(t) not in by_input]
+    for region in trace.regions:
+        # What a call must set before re-running the update's Python: the gradients the graph
+        # computes (placeholders to be filled), and None where the update saw none. A gradient
+        # the call finds in place already is right; inputs' tensors are new at each call.
+        region.grad_state = [(t, v) for t, v in region.grad_state if id(t) not in by_input
+                             and (v is None or v.producer is not None)]
     graph.verify()
 
 

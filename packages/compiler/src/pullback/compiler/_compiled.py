@@ -49,6 +49,16 @@ class CompiledEntry:
     def traced_graph(self) -> Graph:
         return self.trace.graph
 
+    def current(self) -> bool:
+        """Whether the optimizer states the graph updates are still the arrays it traced."""
+        for ph in self.graph.placeholders:
+            if ph.path is not None:
+                owner, param, key = ph.path
+                t = owner.state.get(param, {}).get(key)
+                if t is None or t.array is not ph.source:
+                    return False
+        return True
+
     def call(self, flat: list[Tensor]) -> Any:
         graph = self.graph
         inputs = []
@@ -184,6 +194,10 @@ class CompiledFunction:
             return self._fn(*args, **kwargs)
         if entry is None:  # this kind of input runs eagerly (a graph break)
             return self._fn(*args, **kwargs)
+        if entry.trace.regions and not entry.current():
+            del self._cache[key]
+            self._say(f"{self.__name__}: an optimizer's state was replaced (load_state_dict?)")
+            return self._trace(key, args, kwargs)
         return entry.call(flat)
 
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

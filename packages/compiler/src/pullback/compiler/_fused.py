@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,19 @@ from ._c_rules import c_literal
 
 _CTYPES = {"float32": "float", "float64": "double", "bool": "unsigned char"}
 INPUT_KINDS = ("full", "row", "col", "one", "number")
+# Written into each source (not included) so that the source's hash, the cache key of its
+# build, covers it.
+_FUSED_MATH = (Path(__file__).parent / "_csrc" / "fused_math.h").read_text()
+# An output written over an input (write_in_place) drops ``restrict``; element i is read before
+# it is written in the same iteration, so iterations stay independent and may be vectorized:
+# say so to the compiler, which would otherwise give up on the run-time alias checks.
+_IVDEP = """#if defined(__clang__)
+#define INDEPENDENT_ITERATIONS _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define INDEPENDENT_ITERATIONS _Pragma("GCC ivdep")
+#else
+#define INDEPENDENT_ITERATIONS
+#endif"""
 
 
 @dataclass(eq=False)
@@ -52,6 +66,7 @@ class FusedKernel:
     outputs: list[int]  # the ops whose results are returned
     reduce_from: int | None = None  # sum over the axes from here on (the output is reduced)
     keepdims: bool = False
+    out_into: dict[int, int] = field(default_factory=dict)  # output -> input it overwrites
     device: str = "cpu"
     _function: Any = field(default=None, repr=False)
     _built: bool = field(default=False, repr=False)
@@ -71,15 +86,19 @@ class FusedKernel:
 
     # -- C source ------------------------------------------------------------------------------
     def c_source(self, name: str) -> str:
-        lines = ["#include <stdint.h>", "#include <math.h>", '#include "pullback_math.h"', ""]
+        lines = ["#include <stdint.h>", "#include <math.h>", '#include "pullback_math.h"', "",
+                 _FUSED_MATH, _IVDEP, ""]
         params = ["int64_t lo", "int64_t hi", "int64_t cols"]
+        shared = set(self.out_into.values())  # inputs an output overwrites: no restrict
         for k, dtype in enumerate(self.input_dtypes):
             if dtype is None:  # a runtime number
                 params.append(f"double s{k}")
             else:
-                params.append(f"const {_CTYPES[dtype.name]} *restrict in{k}")
+                qualifier = "" if k in shared else "restrict "
+                params.append(f"const {_CTYPES[dtype.name]} *{qualifier}in{k}")
         for j, o in enumerate(self.outputs):
-            params.append(f"{_CTYPES[self.ops[o].dtype.name]} *restrict out{j}")
+            qualifier = "" if j in self.out_into else "restrict "
+            params.append(f"{_CTYPES[self.ops[o].dtype.name]} *{qualifier}out{j}")
         lines.append(f"void {name}({', '.join(params)}) {{")
         body = self._body()
         if self.reduce_from is not None:
@@ -92,10 +111,12 @@ class FusedKernel:
                       f"        out0[r] = ({_CTYPES[self.ops[self.outputs[0]].dtype.name]})acc;",
                       "    }"]
         elif self.split is None:
+            lines.append("    INDEPENDENT_ITERATIONS")
             lines.append("    for (int64_t i = lo; i < hi; i++) {")
             lines += ["        " + b for b in body] + self._stores("        ") + ["    }"]
         else:
             lines += ["    for (int64_t r = lo; r < hi; r++) {",
+                      "        INDEPENDENT_ITERATIONS",
                       "        for (int64_t c = 0; c < cols; c++) {",
                       "            const int64_t i = r * cols + c;"]
             lines += ["            " + b for b in body] + self._stores("            ")
@@ -192,7 +213,7 @@ class FusedKernel:
                 pointers.append(float(a))
             else:
                 pointers.append((a if a.flags.c_contiguous else np.ascontiguousarray(a)).ctypes.data)
-        outs = [np.empty(self.out_shape, self.ops[o].dtype) for o in self.outputs]
+        outs = [self._output(j, args) for j in range(len(self.outputs))]
         pointers += [o.ctypes.data for o in outs]
         if self.reduce_from is not None:
             rows = int(np.prod(self.shape[:self.reduce_from], dtype=np.int64))
@@ -204,6 +225,17 @@ class FusedKernel:
             cols = int(np.prod(self.shape[self.split:], dtype=np.int64))
         native.run_rows(fn, rows, cols, cols, *pointers)
         return outs
+
+    def _output(self, j: int, args: tuple[Any, ...]) -> Any:
+        """Output ``j``'s array: the input it overwrites when that one can take it."""
+        dtype = self.ops[self.outputs[j]].dtype
+        k = self.out_into.get(j)
+        if k is not None:
+            a = args[k]
+            if (a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype
+                    and a.shape == self.out_shape):
+                return a
+        return np.empty(self.out_shape, dtype)
 
     def _run_ops(self, args: tuple[Any, ...]) -> list[Any]:
         """The ops one by one with their own kernels (no compiler, or not NumPy arrays)."""

@@ -133,6 +133,8 @@ class Placeholder:
         source: the Tensor (params, buffers, captured), the array (kind ``"array"``), or the
             scalar's slot number; ``None`` for positional inputs.
         position: for kind ``"input"``, the index of the flattened positional argument.
+        path: for an optimizer state's array, ``(optimizer, parameter, key)``: a call checks
+            that the state still holds this array (``load_state_dict`` replaces it).
     """
 
     kind: str
@@ -140,6 +142,7 @@ class Placeholder:
     value: Value
     source: Any = None
     position: int | None = None
+    path: tuple[Any, Any, str] | None = None  # an "array": (optimizer, parameter, state key)
 
 
 @dataclass(eq=False)

@@ -20,4 +20,38 @@ FUSED_ELEMENTWISE = Op("compiler.fused_elementwise", _call_kernel, differentiabl
                        family="elementwise",
                        doc="elementwise ops (and a trailing sum) fused into one generated loop")
 
-COMPILER_OPS = (FUSED_ELEMENTWISE,)
+def _scatter_slices_kernel(xp: Any) -> Any:
+    def scatter_slices(*grads: Any, keys: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
+        out = xp.zeros(shape, dtype=grads[0].dtype)
+        out[keys[0]] = grads[0]
+        for g, key in zip(grads[1:], keys[1:]):
+            out[key] += g  # a basic index selects each element once
+        return out
+
+    return scatter_slices
+
+
+SCATTER_SLICES = Op("compiler.scatter_slices", _scatter_slices_kernel, differentiable=False,
+                    family="index",
+                    doc="zeros of a shape with gradients added at basic-index slices")
+
+def _epilogue_kernel(xp: Any) -> Any:
+    def matmul_epilogue(*args: Any, product: str, product_attrs: dict[str, Any],
+                        n_product_args: int, at: int, kernel: Any) -> Any:
+        from pullback.registry import get_op
+
+        make = get_op(product).generic
+        if make is None:
+            raise NotImplementedError(f"compiler.matmul_epilogue: '{product}' has no generic kernel")
+        y = make(xp)(*args[:n_product_args], **product_attrs)
+        rest = args[n_product_args:]
+        return kernel(*rest[:at], y, *rest[at:])
+
+    return matmul_epilogue
+
+
+MATMUL_EPILOGUE = Op("compiler.matmul_epilogue", _epilogue_kernel, differentiable=False,
+                     family="linalg",
+                     doc="a product (linear, matmul) and its elementwise loop in its buffer")
+
+COMPILER_OPS = (FUSED_ELEMENTWISE, SCATTER_SLICES, MATMUL_EPILOGUE)

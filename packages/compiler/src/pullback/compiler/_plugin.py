@@ -23,10 +23,12 @@ def register_rules(register: Callable[[str, str, Any], None]) -> None:
     from ._c_rules import C_SCALAR_RULES
     from ._executor import LOWER_RULE
     from ._fused import lower_fused
+    from .passes.epilogue import lower_epilogue
 
     for op_name, rule in C_SCALAR_RULES.items():
         register(op_name, "c_scalar", rule)
     register("compiler.fused_elementwise", LOWER_RULE, lower_fused)
+    register("compiler.matmul_epilogue", LOWER_RULE, lower_epilogue)
 
 
 @hookimpl

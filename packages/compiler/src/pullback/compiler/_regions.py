@@ -192,8 +192,12 @@ class ScalarNamespace(_UpdateNamespace):
         expected = calls[self.position]
         arrays = [a for a in operands if not _is_number(a)] + ([out] if out is not None else [])
         pattern = tuple("s" if _is_number(a) else "a" for a in operands) + ("c",) * len(fixed)
-        if (expected.name != name or expected.pattern != pattern or expected.fixed != fixed
-                or any(p is not None and a is not p for a, p in zip(arrays, expected.persistent))):
+        if any(p is not None and a is not p for a, p in zip(arrays, expected.persistent)):
+            raise CompileError(
+                f"{self._region.describe()} updates other arrays than when it was traced (call "
+                f"{self.position}, xp.{name}): a parameter or optimizer state was replaced "
+                "(load_state_dict, .data =); recompile")
+        if expected.name != name or expected.pattern != pattern or expected.fixed != fixed:
             raise CompileError(
                 f"{self._region.describe()} took another path than when it was traced: call "
                 f"{self.position} is xp.{name}{pattern}, traced as "

@@ -136,11 +136,20 @@ class Tracer(DispatchMode):
         for _, _, t in self.known.values():
             if t.array is array:
                 return self._capture(t)
-        ph = self.graph.add_placeholder("array", _array_name(array, owner, self.graph),
-                                        array.shape, array.dtype, source=array)
+            if t.grad is not None and t.grad.array is array:
+                return self._capture(t.grad)
+        path = _state_path(array, owner)
+        name = (f"{type(owner).__name__}.state[{self._param_name(path[1])}].{path[2]}"
+                if path is not None else f"array{len(self._persistent)}")
+        ph = self.graph.add_placeholder("array", name, array.shape, array.dtype, source=array)
+        ph.path = path
         self._persistent.add(id(array))
         self.bind_array(array, ph.value)
         return ph.value
+
+    def _param_name(self, param: Any) -> str:
+        known = self.known.get(id(param))
+        return known[1] if known is not None else "?"
 
     def scalar_placeholder(self, number: Any, index: int) -> Placeholder:
         ph = self.graph.add_placeholder("scalar", f"scalar{self._scalar_slots}", (),
@@ -150,7 +159,7 @@ class Tracer(DispatchMode):
 
     def _capture(self, t: Tensor) -> Value:
         known = self.known.get(id(t))
-        owner = self._grad_of.get(id(t))
+        owner = self._grad_owner(t)
         if known is not None:
             kind, name = known[0], known[1]
             ph = self.graph.add_placeholder(kind, name, t.shape, t.dtype, source=t)
@@ -162,10 +171,16 @@ class Tracer(DispatchMode):
             ph = self.graph.add_placeholder("captured", f"captured{n}", t.shape, t.dtype,
                                             source=t.array)
             self._captured.append((ph, weakref.ref(t)))
-        self._persistent.add(id(t.array))
+        if ph.kind != "grad":  # a gradient is a new array at every call
+            self._persistent.add(id(t.array))
         self.watch_grad(t)
         self.bind(t, ph.value)
         return ph.value
+
+    def _grad_owner(self, t: Tensor) -> Tensor | None:
+        """The known tensor whose ``.grad`` ``t`` is (when the call started), if any."""
+        owner = self._grad_of.get(id(t))
+        return owner if owner is not None and owner.grad is t else None
 
     def watch_grad(self, t: Tensor) -> None:
         if id(t) not in self.grad_watch and (t._requires_grad or t.grad is not None):
@@ -316,12 +331,12 @@ def _arrays_in(v: Any) -> list[Any]:
     return []
 
 
-def _array_name(array: Any, owner: Any, graph: Graph) -> str:
-    """``AdamW.state[3].exp_avg`` for an optimizer's state array, else ``array<n>``."""
+def _state_path(array: Any, owner: Any) -> tuple[Any, Any, str] | None:
+    """``(optimizer, parameter, key)`` when ``array`` is an optimizer state's."""
     state = getattr(owner, "state", None)
     if isinstance(state, dict):
-        for i, per_param in enumerate(state.values()):
+        for param, per_param in state.items():
             for key, t in per_param.items():
                 if isinstance(t, Tensor) and t.array is array:
-                    return f"{type(owner).__name__}.state[{i}].{key}"
-    return f"array{sum(p.kind == 'array' for p in graph.placeholders)}"
+                    return owner, param, key
+    return None

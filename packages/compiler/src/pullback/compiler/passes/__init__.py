@@ -13,12 +13,15 @@ from typing import Any, Callable, Sequence
 from pullback.plugins import graph_passes
 
 from .._ir import Graph
-from . import algebraic, constant_fold, cse, dce, fusion  # noqa: F401  (they register themselves)
+from . import (  # noqa: F401  (they register themselves)
+    algebraic, constant_fold, cse, dce, epilogue, fusion, inplace, slices,
+)
 
 GraphPass = Callable[[Graph], Graph]
 
-DEFAULT_PIPELINE: tuple[str, ...] = ("algebraic", "constant_fold", "cse", "dce",
-                                     "fuse_elementwise", "dce")
+DEFAULT_PIPELINE: tuple[str, ...] = ("algebraic", "constant_fold", "cse", "assemble_slices",
+                                     "dce", "fuse_elementwise", "dce", "matmul_epilogue",
+                                     "write_in_place")
 
 
 def get_pass(name_or_pass: str | GraphPass) -> GraphPass:

@@ -10,10 +10,11 @@ the order stays topological and no cycle can form). Groups of one node are left 
 
 Only what is read outside the group (or is a result of the graph) is written to memory. Fused
 arithmetic is exactly NumPy's (IEEE, no fast-math, no FMA contraction); transcendental functions
-come from the C library and may differ from NumPy's by an ulp or two; a folded ``sum`` adds in
-double precision, in row order, instead of NumPy's pairwise float sum. The stated tolerance is
-therefore: bit-identical for arithmetic-only groups without a sum, ``rtol=2e-6`` (float32) and
-``1e-13`` (float64) otherwise.
+may differ from NumPy's by an ulp or two (see :mod:`pullback.compiler._c_rules`); a folded
+``sum`` adds in double precision, in row order, instead of NumPy's pairwise float sum. The stated
+tolerance is therefore: bit-identical for arithmetic-only groups without a sum, ``rtol=2e-6``
+(float32) and ``1e-13`` (float64) per op otherwise (deep chains of transcendental ops compound
+it, as any change of rounding would).
 """
 
 from __future__ import annotations
