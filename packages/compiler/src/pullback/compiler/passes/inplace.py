@@ -34,15 +34,14 @@ def write_in_place(graph: Graph) -> Graph:
     """Let fused loops write placeholders' new values into the placeholders' own arrays."""
     position = {id(n): i for i, n in enumerate(graph.nodes)}
     last_read: dict[Value, int] = {}
-    for i, node in enumerate(graph.nodes):
-        for v in node.input_values():
+    for i, reader in enumerate(graph.nodes):
+        for v in reader.input_values():
             last_read[v] = i
     results = {v for v in graph.outputs if v is not None} | {v for _, v in graph.grads if v}
     for ph, new in graph.mutations:
-        producer = new.producer
-        if producer is None or producer.op != FUSED_OP or ph.kind == "scalar":
+        node = new.producer
+        if node is None or node.op != FUSED_OP or ph.kind == "scalar":
             continue
-        node: Node = producer
         kernel: FusedKernel = node.attrs["kernel"]
         old = ph.value
         if old not in node.inputs or new.dtype != old.dtype or new.shape != old.shape:
