@@ -10,7 +10,7 @@ import pullback.plugins as _plugins
 
 _plugins.ensure_registered("pullback.spanda._plugin", "spanda", "pullback-spanda")
 
-from . import decode, encode, functional, loss, surrogate  # noqa: E402
+from . import activity, decode, encode, energy, functional, loss, surrogate  # noqa: E402
 from .__about__ import __version__  # noqa: E402
 from ._neurons import LIF, RLeaky, SpikingNeuron, Synaptic  # noqa: E402
 from .decode import FirstSpikeDecoder, RateDecoder  # noqa: E402
@@ -20,6 +20,6 @@ from .layers import (  # noqa: E402
 
 __all__ = [
     "FirstSpikeDecoder", "LIF", "RLeaky", "RateDecoder", "SpikingConv2d", "SpikingLinear",
-    "SpikingNeuron", "SpikingSequential", "Synaptic", "__version__", "decode",
-    "detach_states", "encode", "functional", "loss", "reset_states", "surrogate",
+    "SpikingNeuron", "SpikingSequential", "Synaptic", "__version__", "activity", "decode",
+    "detach_states", "encode", "energy", "functional", "loss", "reset_states", "surrogate",
 ]
