@@ -234,6 +234,21 @@ class Tensor:
         hooks.append(hook)
         return _HookHandle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
+        """Call ``hook(self)`` once this leaf's ``.grad`` holds the whole gradient of a
+        ``backward()``, as soon as the engine has it (before the rest of the graph is done),
+        as PyTorch's hook of this name: a data-parallel wrapper sends gradients from it while
+        backward goes on. Returns a handle with ``remove()``."""
+        if self._node is not None:
+            raise AutogradError("post-accumulate-grad hooks can only be registered on leaf "
+                                "tensors")
+        if not self._requires_grad:
+            raise AutogradError("cannot register a hook on a tensor that doesn't require grad")
+        from .autograd.engine import post_accumulate_hooks
+
+        post_accumulate_hooks(self, create=True).append(hook)
+        return _PostAccumulateHandle(self, hook)
+
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
         if not self._requires_grad:
@@ -588,6 +603,24 @@ def _both_bool(x: Tensor, other: Any) -> builtins.bool:
     tensor ``& 3`` is int64, as in PyTorch."""
     return x.dtype.kind == "b" and (other.__class__ is builtins.bool or (
         isinstance(other, Tensor) and other.dtype.kind == "b"))
+
+
+class _PostAccumulateHandle:
+    """Returned by ``register_post_accumulate_grad_hook``; ``remove()`` unregisters it."""
+
+    def __init__(self, tensor: Tensor, hook: Any) -> None:
+        self._tensor = weakref.ref(tensor)
+        self._hook = hook
+
+    def remove(self) -> None:
+        from .autograd.engine import POST_ACCUMULATE_HOOKS, post_accumulate_hooks
+
+        tensor = self._tensor()
+        hooks = post_accumulate_hooks(tensor) if tensor is not None else []
+        if self._hook in hooks:
+            hooks.remove(self._hook)
+            if not hooks:
+                del POST_ACCUMULATE_HOOKS[id(tensor)]
 
 
 class _HookHandle:

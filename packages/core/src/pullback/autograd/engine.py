@@ -10,12 +10,33 @@ with first-order semantics: the mode sees each op, and no graph of the backward 
 from __future__ import annotations
 
 import operator
+import weakref
 from typing import Any, Callable, Sequence
 
 from ..dispatch import first_order_tensor_namespace, raw_namespace, state, tensor_namespace
 from ..errors import AutogradError, DeviceError, ShapeError
 from ..tensor import Tensor
 from ..graph import Node, OutputSlot
+
+# Hooks that run once a leaf's .grad holds this backward's whole gradient (PyTorch's
+# register_post_accumulate_grad_hook): id(leaf) -> (weak reference to it, hooks). Kept out of
+# Tensor's slots so that the engine pays for them only when one exists (an empty dict is one
+# truth test per backward), and keyed by id because Tensor's == is elementwise.
+POST_ACCUMULATE_HOOKS: dict[int, tuple[weakref.ref, list[Callable[[Tensor], None]]]] = {}
+
+
+def post_accumulate_hooks(tensor: Tensor, create: bool = False) -> list[Callable[[Tensor], None]]:
+    """The post-accumulate hooks of ``tensor`` (a new, registered list when ``create``)."""
+    entry = POST_ACCUMULATE_HOOKS.get(id(tensor))
+    if entry is not None and entry[0]() is tensor:
+        return entry[1]
+    if not create:
+        return []
+    key = id(tensor)
+    hooks: list[Callable[[Tensor], None]] = []
+    POST_ACCUMULATE_HOOKS[key] = (
+        weakref.ref(tensor, lambda _: POST_ACCUMULATE_HOOKS.pop(key, None)), hooks)
+    return hooks
 
 _FREED = (
     "trying to backward through the graph a second time (or after its saved values were "
@@ -160,6 +181,11 @@ def run_backward(
     grads: dict[Any, Any] = {}
     leaf_grads: dict[int, list[Any]] = {}  # id -> [tensor, gradient]
     captured: dict[Any, Any] = {}
+    handed: set[int] = set()  # gradient arrays already given to a .grad (see _accumulate)
+    # Leaves with post-accumulate hooks are finished as soon as their last gradient arrives
+    # (so a data-parallel wrapper can send a gradient while backward goes on), not at the end.
+    pending = (_pending_contributions(order, root_grads)
+               if POST_ACCUMULATE_HOOKS and accumulate and reach is None else None)
 
     def send(edge: Any, gi: Any, add: Callable[[Any, Any], Any]) -> None:
         # ``add`` is the backend's add kernel (threaded on the CPU) or Tensor addition.
@@ -168,9 +194,15 @@ def run_backward(
                 return
             slot = leaf_grads.get(id(edge))
             if slot is None:
-                leaf_grads[id(edge)] = [edge, gi]
+                slot = leaf_grads[id(edge)] = [edge, gi]
             else:
                 slot[1] = add(slot[1], gi)
+            if pending is not None and id(edge) in pending:
+                pending[id(edge)] -= 1
+                if not pending[id(edge)]:
+                    del leaf_grads[id(edge)]
+                    _accumulate(edge, slot[1], handed, on_tensors)
+                    _run_post_accumulate_hooks(edge)
         elif reach is not None and _owner(edge) not in reach:
             return
         elif edge.__class__ is OutputSlot:
@@ -279,7 +311,27 @@ def run_backward(
     finally:
         state.grad_enabled = prev_enabled
 
-    return _finish_leaves(leaf_grads, captured, inputs, accumulate, on_tensors)
+    return _finish_leaves(leaf_grads, captured, inputs, accumulate, on_tensors, handed)
+
+
+def _pending_contributions(order: list[Any], root_grads: list[tuple[Any, Any]]) -> dict[int, int]:
+    """For each leaf that has post-accumulate hooks, how many gradients will be sent to it (one
+    per edge from a node of ``order``, or as a root)."""
+    hooked = POST_ACCUMULATE_HOOKS.keys()
+    counts: dict[int, int] = {}
+    for target, _ in root_grads:
+        if isinstance(target, Tensor) and id(target) in hooked:
+            counts[id(target)] = counts.get(id(target), 0) + 1
+    for node in order:
+        for edge in node.edges or ():
+            if isinstance(edge, Tensor) and id(edge) in hooked:
+                counts[id(edge)] = counts.get(id(edge), 0) + 1
+    return counts
+
+
+def _run_post_accumulate_hooks(tensor: Tensor) -> None:
+    for hook in tuple(post_accumulate_hooks(tensor)):
+        hook(tensor)
 
 
 def _fit_shape(F: Any, node: Any, gi: Any, x: Any) -> Any:
@@ -385,39 +437,51 @@ def _output_hooks(node: Any, g: Any, on_tensors: bool, device: Any) -> Any:
     return g
 
 
+def _leaf_hooks(tensor: Tensor, g: Any, on_tensors: bool) -> Any:
+    """``g`` after ``tensor``'s ``register_hook`` hooks (each may replace it)."""
+    for hook in tensor._hooks or ():
+        hooked = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, tensor.device))
+        if hooked is not None:
+            g = hooked if on_tensors else hooked.array
+    return g
+
+
+def _accumulate(tensor: Tensor, g: Any, handed: set[int], on_tensors: bool) -> None:
+    """Run ``tensor``'s gradient hooks on ``g`` and add the result into its ``.grad``."""
+    g = _leaf_hooks(tensor, g, on_tensors)
+    if isinstance(g, Tensor):
+        tensor.grad = g if tensor.grad is None else tensor.grad + g
+        return
+    # A gradient array may be shared (add's rule hands one array to both inputs) or be a
+    # view of another; each .grad must own its memory since optimizers update it in place.
+    if g.base is not None or id(g) in handed:
+        g = g.copy()
+    handed.add(id(g))
+    old = tensor.grad
+    if old is None:
+        tensor.grad = Tensor._wrap(g, tensor.device)
+    elif old._node is None and old.array.shape == g.shape:
+        old.array += g
+    else:
+        tensor.grad = Tensor._wrap(old.array + g, tensor.device)
+
+
 def _finish_leaves(
     leaf_grads: dict[int, list[Any]],
     captured: dict[Any, Any],
     inputs: Sequence[Tensor] | None,
     accumulate: bool,
     on_tensors: bool,
+    handed: set[int],
 ) -> list[Any] | None:
-    handed: set[int] = set()
     results: dict[int, Any] = {}
     for tensor, g in leaf_grads.values():
-        if tensor._hooks:
-            for hook in tensor._hooks:
-                hooked = hook(g if isinstance(g, Tensor) else Tensor._wrap(g, tensor.device))
-                if hooked is not None:
-                    g = hooked if on_tensors else hooked.array
         if not accumulate:
-            results[id(tensor)] = g
+            results[id(tensor)] = _leaf_hooks(tensor, g, on_tensors)
             continue
-        if isinstance(g, Tensor):
-            tensor.grad = g if tensor.grad is None else tensor.grad + g
-            continue
-        # A gradient array may be shared (add's rule hands one array to both inputs) or be a
-        # view of another; each .grad must own its memory since optimizers update it in place.
-        if g.base is not None or id(g) in handed:
-            g = g.copy()
-        handed.add(id(g))
-        old = tensor.grad
-        if old is None:
-            tensor.grad = Tensor._wrap(g, tensor.device)
-        elif old._node is None and old.array.shape == g.shape:
-            old.array += g
-        else:
-            tensor.grad = Tensor._wrap(old.array + g, tensor.device)
+        _accumulate(tensor, g, handed, on_tensors)
+        if POST_ACCUMULATE_HOOKS:
+            _run_post_accumulate_hooks(tensor)
     if accumulate:
         return None
     assert inputs is not None
