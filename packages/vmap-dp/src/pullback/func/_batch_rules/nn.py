@@ -15,6 +15,7 @@ from pullback.dispatch import apply
 from pullback.registry import Op, get_op
 from pullback.tensor import Tensor
 
+from .fallback import loop_fallback
 from ._util import align_front, front, materialize, move_dim, pad_after_batch, reshape, shift_axis
 
 
@@ -164,4 +165,7 @@ RULES = {
     "nn.softmax": _along_axis, "nn.log_softmax": _along_axis,
     "nn.softmax_backward": _along_axis, "nn.layer_norm": _layer_norm,
     "nn.scaled_dot_product_attention": _attention, "nn.cross_entropy": _cross_entropy,
+    # First-order backward only (core's raw-array backward, which never runs on batched
+    # tensors; the transforms differentiate layer_norm through its grad rule's F ops).
+    "nn.layer_norm_backward": loop_fallback,
 }
