@@ -127,3 +127,14 @@ def test_fashion_mnist_installed_copy():
     assert len(test) == 10000 and test.data.shape == (10000, 28, 28)
     assert sorted(set(test.targets.numpy().tolist())) == list(range(10))
     assert np.bincount(test.targets.numpy()).tolist() == [1000] * 10  # balanced test split
+
+
+def test_a_sampler_decides_the_order_and_length():
+    ds = TensorDataset(pullback.arange(10))
+    order = [7, 3, 3, 0, 9]
+    loader = DataLoader(ds, batch_size=2, sampler=order)
+    assert [b[0].tolist() for b in loader] == [[7, 3], [3, 0], [9]]
+    assert len(loader) == 3
+    assert len(DataLoader(ds, batch_size=2, sampler=order, drop_last=True)) == 2
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        DataLoader(ds, sampler=order, shuffle=True)

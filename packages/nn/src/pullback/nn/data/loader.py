@@ -45,6 +45,8 @@ class DataLoader:
         collate_fn: makes a batch from a list of items (default: :func:`default_collate`).
         generator: a NumPy ``Generator`` (or an int seed) for shuffling; by default the CPU
             generator that ``pullback.manual_seed`` seeds.
+        sampler: an iterable of dataset indices, drawn anew each epoch (e.g.
+            ``pullback.distributed.DistributedSampler``); excludes ``shuffle``.
 
     Datasets with ``__getitems__`` (such as :class:`TensorDataset`) are batched with one call
     and no collation, unless ``collate_fn`` is given.
@@ -52,9 +54,13 @@ class DataLoader:
 
     def __init__(self, dataset: Dataset, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, collate_fn: Callable[[list[Any]], Any] | None = None,
-                 generator: Any = None) -> None:
+                 generator: Any = None, sampler: Any = None) -> None:
         if batch_size < 1:
             raise ValueError(f"DataLoader: batch_size must be positive, got {batch_size}")
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler and shuffle=True are mutually exclusive (the "
+                             "sampler decides the order)")
+        self.sampler = sampler
         self.dataset, self.batch_size = dataset, batch_size
         self.shuffle, self.drop_last = shuffle, drop_last
         self.collate_fn = collate_fn
@@ -62,6 +68,8 @@ class DataLoader:
             else generator
 
     def _order(self) -> np.ndarray:
+        if self.sampler is not None:
+            return np.fromiter(iter(self.sampler), dtype=np.int64)
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n)
@@ -84,5 +92,5 @@ class DataLoader:
                 yield collate([self.dataset[int(i)] for i in idx])
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
