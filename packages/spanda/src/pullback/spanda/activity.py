@@ -9,9 +9,9 @@ layer, next to the multiply-accumulates of the same-size dense ANN.
 A synaptic operation is one weight applied to one arriving input: an input spike into a Linear
 layer of ``n`` outputs costs ``n`` accumulates, and a silent input costs nothing (event-driven
 hardware; pullback itself computes dense products). Inputs that are not spikes (a direct
-current into the first layer) cost multiply-accumulates instead, counted for the non-zero ones;
-an input that is the same at every step (``encode.direct``) is counted once, since a layer can
-compute it once (pullback's layers do).
+current into the first layer) cost multiply-accumulates instead, every one counted, as for
+the ANN; an input that is the same at every step (``encode.direct``) is counted once, since a
+layer can compute it once (pullback's layers do).
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ class LayerActivity:
         neurons: neurons per sample (output features, or channels x height x width).
         neuron_steps: neuron updates: samples x steps x neurons.
         spikes: spikes the layer emitted.
-        input_events: non-zero inputs that arrived (each costs ``fan_out`` operations).
-        binary_input: whether every input was 0 or 1 (then operations are accumulates).
-        synaptic_ops: operations done where inputs arrived (accumulates for spikes,
-            multiply-accumulates otherwise).
-        dense_ops: multiply-accumulates of the same layer on the same steps with every input
-            counted (a dense, not event-driven, evaluation).
+        input_events: non-zero inputs that arrived.
+        binary_input: whether every input was 0 or 1 (spikes).
+        synaptic_ops: for spikes, accumulates where they arrived (``fan_out`` each); for other
+            inputs, the multiply-accumulates of a dense evaluation (once for a constant input).
+        dense_ops: multiply-accumulates of the same layer on every step with every input
+            counted (a dense, not event-driven, evaluation of the same SNN).
         ann_macs: multiply-accumulates of the same layer in a same-size ANN: one pass per sample.
     """
 
@@ -80,33 +80,36 @@ def _count(x: Tensor) -> int:
     return int((x != 0).sum().item())
 
 
-def _linear_counts(layer: SpikingLinear, inputs: Tensor) -> tuple[int, int, int]:
-    """``(input_events x fan_out, dense ops, ANN MACs)``; inputs ``(T, B, ..., in)``."""
+def _linear_counts(layer: SpikingLinear, inputs: Tensor,
+                   binary: bool) -> tuple[int, int, int]:
+    """``(synaptic ops, dense ops, ANN MACs)``; inputs ``(T, B, ..., in)``."""
     fan_out, fan_in = layer.synapse.out_features, layer.synapse.in_features
-    steps_counted = inputs[:1] if _constant_in_time(inputs) else inputs
-    rows = math.prod(steps_counted.shape[:-1])
-    samples = math.prod(inputs.shape[1:-1])
-    return _count(steps_counted) * fan_out, rows * fan_in * fan_out, samples * fan_in * fan_out
+    per_row = fan_in * fan_out
+    if binary:
+        ops = _count(inputs) * fan_out
+    else:
+        once = _constant_in_time(inputs)
+        ops = math.prod(inputs.shape[1 if once else 0:-1]) * per_row
+    return ops, math.prod(inputs.shape[:-1]) * per_row, math.prod(inputs.shape[1:-1]) * per_row
 
 
-def _conv_counts(layer: SpikingConv2d, inputs: Tensor) -> tuple[int, int, int]:
-    """Convolution: every arriving input reaches each output position whose window covers it,
-    in every output channel; the windows are counted exactly (borders, stride, padding) by
+def _conv_counts(layer: SpikingConv2d, inputs: Tensor, binary: bool) -> tuple[int, int, int]:
+    """Convolution: an arriving spike reaches each output position whose window covers it, in
+    every output channel; the windows are counted exactly (borders, stride, padding) by
     convolving the input's non-zero mask with a kernel of ones."""
     conv = layer.synapse
-    steps_counted = inputs[:1] if _constant_in_time(inputs) else inputs
-    folded = steps_counted.reshape((-1,) + tuple(inputs.shape[2:]))
+    once = _constant_in_time(inputs)
+    folded = (inputs[:1] if once else inputs).reshape((-1,) + tuple(inputs.shape[2:]))
     mask = (folded != 0).to(folded.dtype)
     kh, kw = conv.weight.shape[2], conv.weight.shape[3]
     ones = pullback.ones(1, conv.in_channels, kh, kw, dtype=folded.dtype)
     covered = F.conv2d(mask, ones, stride=conv.stride, padding=conv.padding,
                        dilation=conv.dilation)
-    out_positions = covered.shape[2] * covered.shape[3]
-    per_output = conv.in_channels * kh * kw  # SpikingConv2d has groups=1
-    ops = int(covered.sum().item()) * conv.out_channels
-    dense = folded.shape[0] * out_positions * conv.out_channels * per_output
-    ann = inputs.shape[1] * out_positions * conv.out_channels * per_output
-    return ops, dense, ann
+    # MACs per sample and step: output positions x output channels x window (groups=1)
+    per_sample = covered.shape[2] * covered.shape[3] * conv.out_channels * conv.in_channels * kh * kw
+    ops = int(covered.sum().item()) * conv.out_channels if binary else folded.shape[0] * per_sample
+    steps, batch = inputs.shape[0], inputs.shape[1]
+    return ops, steps * batch * per_sample, batch * per_sample
 
 
 @contextmanager
@@ -127,14 +130,14 @@ def record(model: Module) -> Iterator[list[LayerActivity]]:
             inputs, spikes = args[0], (out[0] if isinstance(out, tuple) else out)
             with pullback.no_grad():
                 inputs, spikes = inputs.detach(), spikes.detach()
+                binary = bool(((inputs == 0) | (inputs == 1)).all().item())
                 counts = (_linear_counts if isinstance(module, SpikingLinear) else _conv_counts)(
-                    module, inputs)
+                    module, inputs, binary)
                 stat.synaptic_ops += counts[0]
                 stat.dense_ops += counts[1]
                 stat.ann_macs += counts[2]
                 stat.input_events += _count(inputs)
-                stat.binary_input = stat.binary_input and bool(
-                    ((inputs == 0) | (inputs == 1)).all().item())
+                stat.binary_input = stat.binary_input and binary
                 stat.neurons = math.prod(spikes.shape[2:])
                 stat.neuron_steps += math.prod(spikes.shape)
                 stat.spikes += _count(spikes)
