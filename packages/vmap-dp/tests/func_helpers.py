@@ -25,6 +25,8 @@ def opdb_cases(differentiable_only: bool = False) -> list[tuple[OpRecord, Sample
     """(record, sample) for every record of the op database, in its primary dtype."""
     out = []
     for record in OP_DB:
+        if not record.dtypes:  # creation functions (arange, tensor, load...): nothing to batch
+            continue
         if differentiable_only and not record.differentiable:
             continue
         for sample in record.sample_list(primary_dtype(record)):
