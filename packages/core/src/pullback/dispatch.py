@@ -199,7 +199,10 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         if promoted is not None:
             args, arrays = promoted
 
-    kernel = op.kernels.get(device.type) or op.kernel_for(device.type)
+    try:
+        kernel = op.kernels[device.type]
+    except KeyError:  # not resolved yet for this backend (a subscript is the cheaper look-up)
+        kernel = op.kernel_for(device.type)
     try:
         out = kernel(*arrays, **attrs)
     except PullbackError:

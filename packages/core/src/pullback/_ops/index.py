@@ -17,6 +17,7 @@ from ..promotion import Promotion
 from ..registry import Op
 from ._axes import normalize_axes
 from ._declare import declare
+from ._keys import normalize_key, split_key
 
 
 def _add_at(xp: Any) -> Any:
@@ -192,41 +193,16 @@ def _tensor_cls() -> Any:
     return Tensor
 
 
-def normalize_key(x: Any, key: Any) -> tuple[tuple[Any, ...], bool]:
-    """An index as a tuple of ints/slices/None/Ellipsis/backend arrays, and whether it is
-    advanced (contains arrays)."""
-    Tensor = _tensor_cls()
-    if not isinstance(key, tuple):
-        key = (key,)
-    out: list[Any] = []
-    advanced = False
-    for k in key:
-        if isinstance(k, Tensor):
-            if k.device is not x.device:
-                raise DeviceError(f"index: tensor on {x.device} indexed by a tensor on {k.device}")
-            if k.dtype.kind not in "biu":
-                raise DTypeError(f"index: tensors used as indices must be integer or bool, got {k.dtype}")
-            out.append(k.array)
-            advanced = True
-        elif isinstance(k, (list, np.ndarray)) or (isinstance(k, bool)):
-            arr = np.asarray(k)
-            if arr.dtype.kind not in "biu":
-                raise DTypeError(f"index: arrays used as indices must be integer or bool, got {arr.dtype}")
-            out.append(x.device.backend.asarray(arr, index=x.device.index or 0))
-            advanced = True
-        elif isinstance(k, (np.integer,)):
-            out.append(int(k))
-        elif k is None or k is Ellipsis or isinstance(k, (int, slice)):
-            out.append(k)
-        else:
-            raise TypeError(f"index: unsupported index {k!r} of type {type(k).__name__}")
-    return tuple(out), advanced
-
-
 def getitem(x: Any, key: Any) -> Any:
-    """``x[key]`` with NumPy semantics; gradients scatter-add."""
+    """``x[key]`` as in PyTorch (integers beside advanced indices are applied first, see
+    :mod:`._keys`); gradients scatter-add, so repeated indices accumulate."""
     nkey, advanced = normalize_key(x, key)
-    return apply(INDEX if advanced else GETITEM, x, key=nkey)
+    if not advanced:
+        return apply(GETITEM, x, key=nkey)
+    basic, rest = split_key(nkey)
+    if basic is not None:
+        x = apply(GETITEM, x, key=basic)
+    return apply(INDEX, x, key=rest)
 
 
 def _check_index(name: str, idx: Any) -> None:

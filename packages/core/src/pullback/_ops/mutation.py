@@ -90,7 +90,7 @@ def inplace(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> 
 
 def setitem(t: Tensor, key: Any, value: Any) -> None:
     """``t[key] = value`` for tensors outside any graph."""
-    from .index import normalize_key
+    from ._keys import normalize_key, split_key
 
     value_grad = isinstance(value, Tensor) and value._requires_grad
     if state.grad_enabled and (t._requires_grad or value_grad):
@@ -99,7 +99,12 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
             "requires grad) would corrupt the graph; build the result with where()/cat() or do "
             "it under pullback.no_grad()"
         )
-    nkey, _ = normalize_key(t, key)
+    nkey, advanced = normalize_key(t, key)
+    target = t.array
+    if advanced:  # PyTorch's placement: integers first (a view to write through), then arrays
+        basic, nkey = split_key(nkey)
+        if basic is not None:
+            target = target[basic]
     if isinstance(value, Tensor):
         if value.device is not t.device:
             from ..errors import DeviceError
@@ -110,7 +115,7 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         # Lists and host arrays go to the tensor's device first (CuPy takes no NumPy values).
         value = t.device.backend.asarray(value, index=t.device.index or 0)
     try:
-        t.array[nkey] = value
+        target[nkey] = value
     except IndexError as exc:
         from ..errors import IndexOutOfRangeError
 

@@ -164,6 +164,8 @@ AMIN.def_grad(lambda F, g, out, x, axis=None, keepdims=False: _extremum_grad(
 
 def _logsumexp_kernel(xp: Any) -> Any:
     def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        if x.size == 0:  # an empty sum is 0 and its log -inf (no max to shift by), as PyTorch
+            return xp.full(xp.sum(x, axis=axis, keepdims=keepdims).shape, -xp.inf, x.dtype)
         m = xp.max(x, axis=axis, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) along the axis: no shift
         out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
@@ -310,25 +312,40 @@ def max(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,  #
         keepdim: bool | None = None) -> Any:
     """Max over all elements, or ``(values, indices)`` along one axis (PyTorch's convention).
 
-    Along an axis the values' gradient is shared among ties, as for :func:`amax`.
+    Over all elements the gradient is shared among ties, as for :func:`amax`; along an axis it
+    goes to the returned index (the first maximum), as in PyTorch.
     """
-    axis = _checked_axis(x, axis, dim, "max", single=True)
-    keep = keepdim if keepdim is not None else keepdims
-    if axis is None:
-        return apply(AMAX, x, axis=None, keepdims=keep)
-    return _ValuesIndices(apply(AMAX, x, axis=axis, keepdims=keep),
-                          apply(ARGMAX, x, axis=axis, keepdims=keep))
+    return _extremum("max", AMAX, ARGMAX, x, axis, dim, keepdim if keepdim is not None else
+                     keepdims)
 
 
 def min(x: Any, axis: Any = None, keepdims: bool = False, *, dim: Any = None,  # noqa: A001
         keepdim: bool | None = None) -> Any:
     """Min over all elements, or ``(values, indices)`` along one axis (see :func:`max`)."""
-    axis = _checked_axis(x, axis, dim, "min", single=True)
-    keep = keepdim if keepdim is not None else keepdims
-    if axis is None:
-        return apply(AMIN, x, axis=None, keepdims=keep)
-    return _ValuesIndices(apply(AMIN, x, axis=axis, keepdims=keep),
-                          apply(ARGMIN, x, axis=axis, keepdims=keep))
+    return _extremum("min", AMIN, ARGMIN, x, axis, dim, keepdim if keepdim is not None else
+                     keepdims)
+
+
+def _extremum(name: str, reduce_op: Op, index_op: Op, x: Any, axis: Any, dim: Any,
+              keep: bool) -> Any:
+    from .index import GATHER
+    from .shape import reshape
+
+    given = pick_axis(axis, dim)
+    axis = _checked_axis(x, axis, dim, name, single=True)
+    if given is None:
+        return apply(reduce_op, x, axis=None, keepdims=keep)
+    shape = tuple(x.shape)
+    if x.ndim == 0:  # one element along "dim 0"
+        x, axis = reshape(x, 1), 0
+    axis = normalize_axes(axis, x.ndim, name)[0]  # gather's gradient wants it non-negative
+    # The values are the input read at the indices, so the gradient flows to those indices.
+    indices = apply(index_op, x, axis=axis, keepdims=True)
+    values = apply(GATHER, x, indices, axis=axis)
+    if not shape or not keep:  # a 0-d input gives 0-d results, keepdim or not
+        out_shape = tuple(n for d, n in enumerate(x.shape) if d != axis) if shape else ()
+        values, indices = reshape(values, out_shape), reshape(indices, out_shape)
+    return _ValuesIndices(values, indices)
 
 
 class _ValuesIndices(tuple):

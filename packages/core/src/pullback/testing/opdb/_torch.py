@@ -87,19 +87,16 @@ def prod(torch: Any) -> Callable[..., Any]:
     return call
 
 
-def values_indices(torch: Any, values: str, indices: str) -> Callable[..., Any]:
-    """pullback's ``max``/``min``: all elements, or ``(values, indices)`` along an axis.
-
-    The values come from ``amax``/``amin``, whose gradient pullback's ``max`` follows (shared
-    among ties); the indices from ``argmax``/``argmin`` (first occurrence, as in NumPy).
-    """
-    values_fn, indices_fn = reduction(torch, values), reduction(torch, indices)
+def values_indices(torch: Any, name: str) -> Callable[..., Any]:
+    """``torch.max``/``torch.min`` with pullback's keywords: all elements (ties share the
+    gradient), or ``(values, indices)`` along an axis (the gradient goes to the index)."""
+    fn = getattr(torch, name)
 
     def call(x: Any, axis: Any = None, keepdims: Any = None, **kwargs: Any) -> Any:
         axis, keep = axis_and_keep({"axis": axis, "keepdims": keepdims, **kwargs})
         if axis is None:
-            return values_fn(x, keepdims=keep)
-        return values_fn(x, axis=axis, keepdims=keep), indices_fn(x, axis=axis, keepdims=keep)
+            return fn(x)
+        return tuple(fn(x, dim=axis, keepdim=keep))
 
     return call
 

@@ -208,9 +208,9 @@ def _sum_to_errors(rng: np.random.Generator) -> list[ErrorCase]:
     return [ErrorCase((x, (4,)), ShapeError, r"sum_to.*\(2, 3\)")]
 
 
-_MAX_NOTE = ("Along an axis pullback's max/min return (values, indices); the values' gradient is "
-             "shared among ties (PyTorch's amax convention; torch.max(dim) gives it all to one "
-             "index), so PyTorch's amax/argmax are the reference.")
+_MAX_NOTE = ("Along an axis max/min return (values, indices) and the values' gradient goes to the "
+             "returned index (the first extremum), as torch.max(dim); over all elements ties "
+             "share it, as torch.max(x).")
 
 RECORDS = [
     _reduce("sum", dtypes=ALL, make=values, extra=_long(0.1), tolerance={"float32": (1e-5, 1e-5)},
@@ -223,10 +223,10 @@ RECORDS = [
     _reduce("amax", dtypes=FLOATS + INTS, empty_axis=False, extra=_ties),
     _reduce("amin", dtypes=FLOATS + INTS, empty_axis=False, extra=_ties),
     _reduce("max", dtypes=FLOATS + INTS, tuple_axes=False, empty_axis=False, extra=_ties,
-            torch=lambda t: _torch.values_indices(t, "amax", "argmax"), ops=("amax", "argmax"),
+            torch=lambda t: _torch.values_indices(t, "max"), ops=("amax", "argmax", "gather"),
             note=_MAX_NOTE),
     _reduce("min", dtypes=FLOATS + INTS, tuple_axes=False, empty_axis=False, extra=_ties,
-            torch=lambda t: _torch.values_indices(t, "amin", "argmin"), ops=("amin", "argmin"),
+            torch=lambda t: _torch.values_indices(t, "min"), ops=("amin", "argmin", "gather"),
             note=_MAX_NOTE),
     _reduce("argmax", dtypes=FLOATS + INTS, tuple_axes=False, empty_axis=False, extra=_ties,
             differentiable=False),
@@ -238,7 +238,7 @@ RECORDS = [
     OpRecord(name="std", fn=pb.std, torch=lambda t: _torch.variance(t, "std"),
              ops=("mean", "sum", "sqrt"), dtypes=FLOATS, samples=_variance_samples,
              errors=_axis_errors("std")),
-    _reduce("logsumexp", dtypes=FLOATS, empty_axis=False,
+    _reduce("logsumexp", dtypes=FLOATS,
             extra=_both(_lse_extremes, _long(0.1))),
     _reduce("all", dtypes=ALL, make=values, differentiable=False),
     _reduce("any", dtypes=ALL, make=values, differentiable=False),
