@@ -10,26 +10,29 @@ import tracemalloc
 from typing import Any, Callable
 
 
-def best_time(fn: Callable[[], Any], repeat: int = 20, warmup: int = 3) -> float:
-    """Best wall time of ``fn()`` in seconds over ``repeat`` runs (after ``warmup`` runs)."""
+def best_time(fn: Callable[[], Any], repeat: int = 20, warmup: int = 3,
+              clock: Callable[[], float] = time.perf_counter) -> float:
+    """Best time of ``fn()`` in seconds over ``repeat`` runs (after ``warmup`` runs), by
+    ``clock`` (wall time; ``time.process_time`` for CPU time on a busy machine)."""
     for _ in range(warmup):
         fn()
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
-def best_times(*fns: Callable[[], Any], rounds: int = 3, repeat: int = 10) -> list[float]:
-    """Best wall time of each function, in seconds, over ``rounds`` alternating rounds of
+def best_times(*fns: Callable[[], Any], rounds: int = 3, repeat: int = 10,
+               clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Best time of each function, in seconds, over ``rounds`` alternating rounds of
     :func:`best_time` (pullback, PyTorch, pullback, ...): a slow spell of the machine, or a
     process's first steps while its allocator warms up, then hits both sides alike."""
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
-            best[i] = min(best[i], best_time(fn, repeat=repeat))
+            best[i] = min(best[i], best_time(fn, repeat=repeat, clock=clock))
     return best
 
 
