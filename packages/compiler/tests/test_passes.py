@@ -144,3 +144,32 @@ def test_slice_gradients_go_into_one_buffer():
     ops = [n.op for n in optimize(graph, ["assemble_slices", "dce"])[0].nodes]
     assert before == 6 and "getitem_scatter" not in ops  # q, k, v of two layers
     assert ops.count("compiler.scatter_slices") == 2
+
+
+def test_slice_assembly_keeps_signed_zeros_as_the_sums_do():
+    x = pb.tensor(np.array([[-0.0, 1.0, -0.0, 2.0]]), requires_grad=True)
+    weights = pb.tensor(np.array([[-1.0, 1.0, 0.5, -0.0]]))  # a -0.0 gradient in the 2nd slice
+
+    def f(x):
+        a, b = x[:, :2], x[:, 2:]
+        (pb.cat([a, b], axis=1) * weights).sum().backward()
+        return x.grad
+
+    graph = trace(f, x)
+    values = placeholder_values(graph, [x])
+    optimized, _ = optimize(graph, ["assemble_slices", "dce"])
+    assert "compiler.scatter_slices" in [n.op for n in optimized.nodes]
+    for a, b in zip(run_graph(graph, *values), run_graph(optimized, *values)):
+        assert_identical(a, b, "signed zeros")
+
+
+def test_overlapping_slices_are_left_as_sums():
+    x = pb.randn(2, 4, requires_grad=True)
+
+    def f(x):
+        (x[:, :3] * 2.0 + x[:, 1:] * 3.0).sum().backward()
+        return x.grad
+
+    graph = trace(f, x)
+    ops = [n.op for n in optimize(graph, ["assemble_slices", "dce"])[0].nodes]
+    assert "compiler.scatter_slices" not in ops and ops.count("getitem_scatter") == 2

@@ -22,10 +22,9 @@ FUSED_ELEMENTWISE = Op("compiler.fused_elementwise", _call_kernel, differentiabl
 
 def _scatter_slices_kernel(xp: Any) -> Any:
     def scatter_slices(*grads: Any, keys: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
-        out = xp.zeros(shape, dtype=grads[0].dtype)
-        out[keys[0]] = grads[0]
-        for g, key in zip(grads[1:], keys[1:]):
-            out[key] += g  # a basic index selects each element once
+        out = xp.empty(shape, dtype=grads[0].dtype)
+        for g, key in zip(grads, keys):
+            xp.add(g, 0.0, out=out[key])  # the slices tile the buffer; + 0.0 as the sums did
         return out
 
     return scatter_slices
@@ -33,7 +32,7 @@ def _scatter_slices_kernel(xp: Any) -> Any:
 
 SCATTER_SLICES = Op("compiler.scatter_slices", _scatter_slices_kernel, differentiable=False,
                     family="index",
-                    doc="zeros of a shape with gradients added at basic-index slices")
+                    doc="a buffer made of gradients written at slices that tile one axis")
 
 def _epilogue_kernel(xp: Any) -> Any:
     def matmul_epilogue(*args: Any, product: str, product_attrs: dict[str, Any],

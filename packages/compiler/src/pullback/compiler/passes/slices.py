@@ -1,9 +1,11 @@
 """Slice gradients into one buffer: ``getitem_scatter(g1) + getitem_scatter(g2) + ...``, the
-backward of taking several slices of one tensor (a fused q/k/v projection split in three),
-becomes one ``compiler.scatter_slices`` node that writes each gradient into a single zeroed
-buffer, as the eager engine's in-place path does, instead of a zero-filled full-size array per
-slice and the sums between them. The additions happen in the same order on the same values, so
-the result is bit-identical.
+backward of cutting a tensor into slices that tile one axis (a fused q/k/v projection split in
+three), becomes one ``compiler.scatter_slices`` node that writes each gradient into its part of
+one buffer, instead of a zero-filled full-size array per slice and the sums between them.
+
+Each element of the unfused sum is its slice's gradient plus zeros; the node writes ``g + 0.0``
+(which turns ``-0.0`` into ``0.0`` exactly as those sums do), so the result is bit-identical.
+Slices that overlap or leave gaps are left as they are.
 """
 
 from __future__ import annotations
@@ -45,6 +47,32 @@ def _sum_of(node: Node, users: dict[Value, list[Node]], shape: tuple[int, ...]
     return None
 
 
+def tiles(keys: tuple[object, ...], shape: tuple[int, ...]) -> bool:
+    """Whether the keys are step-1 slices of one axis that cover it exactly once."""
+    spans = []
+    for key in keys:
+        if not isinstance(key, tuple) or len(key) != len(shape):
+            return False
+        cut = [(a, k) for a, k in enumerate(key) if k != slice(None)]
+        if len(cut) != 1 or not isinstance(cut[0][1], slice):
+            return False
+        axis, piece = cut[0]
+        start, stop, step = piece.indices(shape[axis])
+        if step != 1:
+            return False
+        spans.append((axis, start, stop))
+    axes = {a for a, _, _ in spans}
+    if len(axes) != 1:
+        return False
+    (axis,) = axes
+    edge = 0
+    for _, start, stop in sorted(spans, key=lambda s: s[1]):
+        if start != edge:
+            return False
+        edge = stop
+    return edge == shape[axis]
+
+
 @graph_pass("assemble_slices")
 def assemble_slices(graph: Graph) -> Graph:
     """Replace sums of slice gradients by one buffer written slice by slice."""
@@ -56,9 +84,11 @@ def assemble_slices(graph: Graph) -> Graph:
         pairs = _sum_of(node, users, out.shape)
         if pairs is None or any(g.dtype != out.dtype for g, _ in pairs):
             continue
+        keys = tuple(k for _, k in pairs)
+        if not tiles(keys, out.shape):
+            continue
         assembled = Node(ASSEMBLED, tuple(g for g, _ in pairs),
-                         {"keys": tuple(k for _, k in pairs), "shape": out.shape},
-                         [out], meta=node.meta)
+                         {"keys": keys, "shape": out.shape}, [out], meta=node.meta)
         out.producer = assembled
         graph.nodes[i] = assembled
     return graph
