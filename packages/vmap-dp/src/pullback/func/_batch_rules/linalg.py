@@ -12,10 +12,12 @@ import string
 from typing import Any
 
 from pullback.dispatch import apply
-from pullback.registry import Op
+from pullback.registry import Op, get_op
 
 from .._errors import VmapError
 from ._util import front, logical_ndim, move_dim, pad_after_batch, reshape
+
+MUL = get_op("mul")
 
 
 def _matmul(op: Op, args: Any, bdims: Any, size: int, /) -> Any:
@@ -35,7 +37,12 @@ def _matmul(op: Op, args: Any, bdims: Any, size: int, /) -> Any:
     rank = max(nx, 2, ny)
     xs = xs if bx is None else pad_after_batch(xs, rank)
     ys = ys if by is None else pad_after_batch(ys, rank)
-    out = apply(op, xs, ys)
+    if bx is not None and by is not None and xs.shape[-1] == 1:
+        # Stacks of outer products (a per-sample weight gradient g x^T): a broadcast multiply,
+        # several times faster than NumPy's matmul over a stack of rank-1 products.
+        out = apply(MUL, xs, ys)
+    else:
+        out = apply(op, xs, ys)
     shape = tuple(out.shape)
     if nx == 1:
         shape = shape[:-2] + shape[-1:]
