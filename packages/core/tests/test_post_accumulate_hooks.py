@@ -75,3 +75,29 @@ def test_only_leaves_that_require_grad():
         (pb.ones(2, requires_grad=True) * 2).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(AutogradError, match="require grad"):
         pb.ones(2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_queued_callbacks_run_once_backward_has_finished():
+    w1 = pb.randn(3, 4, requires_grad=True)
+    w2 = pb.randn(4, 2, requires_grad=True)
+    events = []
+
+    def on_w2(t):
+        events.append("w2 done")
+        pb.autograd.queue_callback(lambda: events.append(("end", w1.grad is not None)))
+
+    w2.register_post_accumulate_grad_hook(on_w2)
+    ((pb.randn(5, 3) @ w1).relu() @ w2).sum().backward()
+    assert events == ["w2 done", ("end", True)]
+    with pytest.raises(AutogradError, match="while a backward is running"):
+        pb.autograd.queue_callback(lambda: None)
+
+
+def test_a_failing_backward_leaves_no_queue_behind():
+    x = pb.tensor([1.0], requires_grad=True)
+    y = x * 2
+    y.backward(retain_graph=False)
+    with pytest.raises(AutogradError):
+        y.backward()  # the graph is freed
+    with pytest.raises(AutogradError, match="while a backward is running"):
+        pb.autograd.queue_callback(lambda: None)

@@ -4,6 +4,7 @@ checkpointing and the ``functional`` helpers (jacobian, hessian, hvp, vjp)."""
 from . import functional
 from .api import backward, grad
 from .checkpoint import checkpoint
+from .engine import queue_callback
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
     enable_grad,
@@ -17,5 +18,5 @@ from .grad_mode import (
 __all__ = [
     "Function", "FunctionCtx", "backward", "checkpoint", "enable_grad", "functional", "grad",
     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad",
-    "once_differentiable", "set_grad_enabled",
+    "once_differentiable", "queue_callback", "set_grad_enabled",
 ]

@@ -10,6 +10,7 @@ with first-order semantics: the mode sees each op, and no graph of the backward 
 from __future__ import annotations
 
 import operator
+import threading
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -37,6 +38,22 @@ def post_accumulate_hooks(tensor: Tensor, create: bool = False) -> list[Callable
     POST_ACCUMULATE_HOOKS[key] = (
         weakref.ref(tensor, lambda _: POST_ACCUMULATE_HOOKS.pop(key, None)), hooks)
     return hooks
+
+# Callbacks queued during a backward (queue_callback), run when it has finished: one list per
+# running backward, innermost last, per thread.
+_callbacks = threading.local()
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` once the backward now running has finished (every .grad written),
+    as PyTorch's ``Variable._execution_engine.queue_callback``: a gradient hook uses it to act
+    on the whole step (a data-parallel wrapper waits for its last reductions there)."""
+    stack = getattr(_callbacks, "stack", None)
+    if not stack:
+        raise AutogradError("queue_callback can only be called while a backward is running "
+                            "(from a gradient hook)")
+    stack[-1].append(callback)
+
 
 _FREED = (
     "trying to backward through the graph a second time (or after its saved values were "
@@ -221,6 +238,11 @@ def run_backward(
     prev_enabled = state.grad_enabled
     state.grad_enabled = create_graph
     modes = state.modes
+    stack = getattr(_callbacks, "stack", None)
+    if stack is None:
+        stack = _callbacks.stack = []
+    queued: list[Callable[[], None]] = []
+    stack.append(queued)
     namespaces: dict[str, Any] = {}
     # Gradient buffers that the engine made for a slice op (an op with an "accumulate_into"
     # rule: its rule's fresh output, or a sum with it) and has not handed to anyone yet: the
@@ -308,10 +330,18 @@ def run_backward(
                     node.args = node.arrays = node.out_data = node.saved = node.edges = None
                 else:
                     node.release()
+    except BaseException:
+        stack.pop()
+        raise
     finally:
         state.grad_enabled = prev_enabled
-
-    return _finish_leaves(leaf_grads, captured, inputs, accumulate, on_tensors, handed)
+    try:
+        result = _finish_leaves(leaf_grads, captured, inputs, accumulate, on_tensors, handed)
+    finally:
+        stack.pop()
+    for callback in queued:
+        callback()
+    return result
 
 
 def _pending_contributions(order: list[Any], root_grads: list[tuple[Any, Any]]) -> dict[int, int]:
