@@ -17,34 +17,43 @@ SCATTER = "getitem_scatter"
 ASSEMBLED = "compiler.scatter_slices"
 
 
-def _slices(v: object, users: dict[Value, list[Node]], shape: tuple[int, ...]
-            ) -> list[tuple[Value, object]] | None:
-    """The (gradient, key) pairs an add-tree of scatters into ``shape`` sums, in order."""
+def _single(v: object, users: dict[Value, list[Node]], shape: tuple[int, ...]
+            ) -> tuple[Value, object] | None:
+    """(gradient, key) when ``v`` is a scatter into ``shape`` read only here."""
     if not isinstance(v, Value) or v.producer is None or len(users.get(v, [])) != 1:
         return None
     node = v.producer
     if node.op == SCATTER and tuple(node.attrs.get("shape", ())) == shape and \
             node.inputs[0].__class__ is Value:
-        return [(node.inputs[0], node.attrs["key"])]
-    if node.op == ASSEMBLED and tuple(node.attrs["shape"]) == shape:
-        return list(zip(node.inputs, node.attrs["keys"]))
-    if node.op == "add" and len(node.inputs) == 2:
-        return _sum_of(node, users, shape)
+        return node.inputs[0], node.attrs["key"]
     return None
 
 
 def _sum_of(node: Node, users: dict[Value, list[Node]], shape: tuple[int, ...]
             ) -> list[tuple[Value, object]] | None:
-    """The pairs of ``tree + one slice`` (either order: a two-term sum commutes exactly); a
+    """The (gradient, key) pairs of a left-nested sum ``((s1 + s2) + s3) + ...`` of scatters
+    (each two-term sum in either order: it commutes exactly), walked without recursion; a
     right-nested sum would add in another order where slices overlap, so it is left alone."""
-    for tree, one in ((0, 1), (1, 0)):
-        single = _slices(node.inputs[one], users, shape)
-        if single is None or len(single) != 1:
-            continue
-        rest = _slices(node.inputs[tree], users, shape)
-        if rest is not None:
-            return rest + single
-    return None
+    pairs: list[tuple[Value, object]] = []
+    while True:
+        if node.op != "add" or len(node.inputs) != 2:
+            return None
+        left, right = node.inputs
+        last = _single(right, users, shape)
+        rest = left
+        if last is None:
+            last, rest = _single(left, users, shape), right
+        if last is None:
+            return None
+        pairs.append(last)
+        first = _single(rest, users, shape)
+        if first is not None:
+            pairs.append(first)
+            return pairs[::-1]
+        if not isinstance(rest, Value) or rest.producer is None or \
+                len(users.get(rest, [])) != 1:
+            return None
+        node = rest.producer
 
 
 def tiles(keys: tuple[object, ...], shape: tuple[int, ...]) -> bool:
