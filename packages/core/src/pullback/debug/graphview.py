@@ -152,9 +152,20 @@ def _root_input(tensor: Tensor) -> _Input:
     return _Input("node", node=edge, shape=shape, dtype=dtype)
 
 
+def _own_view(obj: Any, kind: str) -> str | None:
+    """The view a graph object draws of itself (``__pullback_view__(kind)``, ``kind`` being
+    ``"text"`` or ``"dot"``): the compiler's traced graphs do."""
+    draw = getattr(type(obj), "__pullback_view__", None)
+    return None if draw is None else draw(obj, kind)
+
+
 def format_graph(tensor: Tensor, names: Any = None, max_depth: int | None = None) -> str:
-    """The ASCII tree of the graph behind ``tensor`` (what :func:`visualize` prints)."""
+    """The ASCII tree of the graph behind ``tensor`` (what :func:`visualize` prints), or the
+    text of a graph object that draws itself."""
     if not isinstance(tensor, Tensor):
+        text = _own_view(tensor, "text")
+        if text is not None:
+            return text
         raise TypeError(f"visualize: expected a Tensor, got {type(tensor).__name__}")
     table = _name_table(names)
     numbers: dict[Any, int] = {}
@@ -233,9 +244,16 @@ def to_dot(tensor: Tensor, path: str | Path | None = None, names: Any = None) ->
     receives the DOT text itself.
 
     Data flows along the arrows: from inputs to the ops that read them, down to the tensor.
+    A graph object that draws itself (``__pullback_view__``: pullback.compiler's graphs) is
+    accepted in place of the tensor.
     """
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"to_dot: expected a Tensor, got {type(tensor).__name__}")
+        own = _own_view(tensor, "dot")
+        if own is None:
+            raise TypeError(f"to_dot: expected a Tensor, got {type(tensor).__name__}")
+        if path is not None:
+            _write(own, Path(path))
+        return own
     table = _name_table(names)
     ids: dict[Any, str] = {}
     lines = ["digraph pullback {", '  node [fontname="Helvetica", fontsize=10];',
