@@ -13,7 +13,7 @@ import shutil
 import sys
 from itertools import count
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -276,6 +276,18 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=_cmd_train)
 
 
+def _checkpoint_command(sub: argparse._SubParsersAction, name: str, description: str,
+                        command: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """A subcommand that reads a checkpoint: --checkpoint, --device and --debug."""
+    parser = sub.add_parser(name, help=description)
+    parser.add_argument("--checkpoint", required=True, metavar="DIR",
+                        help="a run folder (its latest checkpoint) or a checkpoint folder")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    add_debug_option(parser)
+    parser.set_defaults(func=command)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG,
                                      description="A character-level GPT trained on pullback.")
@@ -283,9 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_train_parser(sub)
 
-    s = sub.add_parser("sample", help="generate text from a checkpoint")
-    s.add_argument("--checkpoint", required=True, metavar="DIR",
-                   help="a run folder (its latest checkpoint) or a checkpoint folder")
+    s = _checkpoint_command(sub, "sample", "generate text from a checkpoint", _cmd_sample)
     s.add_argument("--prompt", default="", help="text to continue (default: a line break)")
     s.add_argument("--max-new-tokens", type=int, default=500,
                    help="characters to generate; the sample ends at the last line break "
@@ -294,15 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="below 1 sharper, above 1 more random (default: 0.8)")
     s.add_argument("--top-k", type=int, default=None,
                    help="sample among the k likeliest characters only (default: all)")
-    s.add_argument("--num-samples", type=int, default=1, help="(default: 1)")
-    s.add_argument("--seed", type=int, default=1337, help="(default: 1337)")
-    s.add_argument("--device", default="cpu", help="(default: cpu)")
-    add_debug_option(s)
-    s.set_defaults(func=_cmd_sample)
+    s.add_argument("--num-samples", type=int, default=1, help="samples to print (default: 1)")
+    s.add_argument("--seed", type=int, default=1337, help="random seed (default: 1337)")
 
-    e = sub.add_parser("eval", help="validation loss and bits/char of a checkpoint")
-    e.add_argument("--checkpoint", required=True, metavar="DIR",
-                   help="a run folder (its latest checkpoint) or a checkpoint folder")
+    e = _checkpoint_command(sub, "eval", "validation loss and bits/char of a checkpoint",
+                            _cmd_eval)
     e.add_argument("--data", metavar="FILE",
                    help="the text the model was trained on (default: TinyShakespeare)")
     e.add_argument("--full", action="store_true",
@@ -312,9 +318,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="batches per split for the estimate (default: 200)")
     e.add_argument("--batch-size", type=int, default=None,
                    help="sequences per batch (default: the run's)")
-    e.add_argument("--device", default="cpu", help="(default: cpu)")
-    add_debug_option(e)
-    e.set_defaults(func=_cmd_eval)
     return parser
 
 
