@@ -138,3 +138,13 @@ def test_verify_rejects_a_graph_out_of_ssa_order():
                    outputs=graph.outputs)
     with pytest.raises(ValueError, match="SSA order"):
         broken.verify()
+
+
+def test_pullback_debug_shows_a_graph_as_text_and_dot(capsys):
+    from pullback.debug import to_dot as debug_dot
+    from pullback.debug import visualize
+
+    with pb.no_grad():
+        graph = trace(lambda a: pb.exp(a) * 2.0, pb.randn(3))
+    assert visualize(graph) == str(graph) and "exp(%0)" in capsys.readouterr().out
+    assert debug_dot(graph) == to_dot(graph)

@@ -272,3 +272,9 @@ class Graph:
         from ._format import format_graph
 
         return format_graph(self)
+
+    def __pullback_view__(self, kind: str) -> str:
+        """What ``pullback.debug.visualize`` (``"text"``) and ``to_dot`` (``"dot"``) show."""
+        from ._format import format_graph, to_dot
+
+        return format_graph(self) if kind == "text" else to_dot(self)
