@@ -14,16 +14,17 @@ __path__ = extend_path(__path__, __name__)
 from .__about__ import __version__  # noqa: E402
 from . import autograd, dtypes  # noqa: E402
 from ._ops import (  # noqa: E402
-    abs, add, all, amax, amin, any, argmax, argmin, bitwise_and, bitwise_left_shift, bitwise_not,
-    bitwise_or, bitwise_right_shift, bitwise_xor, broadcast_to, cat, ceil, chunk, clamp, clip, clone, concatenate, contiguous, cos,
-    cumsum, div, dot, einsum, eq, erf, exp, expand, expm1, flatten, flip, floor, floor_divide,
-    fmod, frac, gather, ge, gelu, getitem, gt, index_select, isfinite, isinf, isnan, le, leaky_relu, log,
-    log1p, logical_and, logical_not, logical_or, logical_xor, logsumexp, lt, masked_fill, matmul,
-    max, maximum, mean, min, minimum, mul, ne, neg, norm, one_hot, outer, pad, permute, pow, prod,
-    reciprocal, relu, remainder, repeat, reshape, roll, round, rsqrt, scatter_add, sigmoid, sign,
-    silu, sin, softplus, split, sqrt, square, squeeze, stack, std, sub, sum, sum_to, swapaxes,
-    take_along_axis, tanh, tile, transpose, tril, triu, trunc, unbind, unsqueeze, var, view,
-    where,
+    abs, add, all, amax, amin, any, argmax, argmin, bitwise_and, bitwise_left_shift,
+    bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor, broadcast_to, cat, ceil, chunk,
+    clamp, clip, clone, concatenate, contiguous, cos, cumsum, div, dot, einsum, eq, erf, exp,
+    expand, expm1, flatten, flip, floor, floor_divide, fmod, frac, gather, ge, gelu, getitem,
+    gt, index_select, is_floating_point, isfinite, isinf, isnan, le, leaky_relu, log, log1p,
+    logical_and, logical_not, logical_or, logical_xor, logsumexp, lt, masked_fill, matmul, max,
+    maximum, mean, min, minimum, mul, ne, neg, norm, one_hot, outer, pad, permute, pow, prod,
+    reciprocal, relu, remainder, repeat, reshape, roll, round, rsqrt, scatter_add, sigmoid,
+    sign, silu, sin, softplus, split, sqrt, square, squeeze, stack, std, sub, sum, sum_to,
+    swapaxes, t, take_along_axis, tanh, tile, transpose, tril, triu, trunc, unbind, unsqueeze,
+    var, view, where,
 )
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402

@@ -200,10 +200,16 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (integer dtypes
+    truncate toward zero, as in PyTorch; NumPy rounds down)."""
     dev = _device(device)
+    dt = to_dtype(dtype)
+    xp = dev.backend.xp
     with dev.backend.device_scope(dev.index or 0):
-        arr = dev.backend.xp.linspace(start, end, steps, dtype=to_dtype(dtype))
+        if dt.kind in "iub":
+            arr = xp.trunc(xp.linspace(start, end, steps, dtype=xp.float64)).astype(dt)
+        else:
+            arr = xp.linspace(start, end, steps, dtype=dt)
     t = Tensor._wrap(arr, dev)
     if requires_grad:
         t.requires_grad = True

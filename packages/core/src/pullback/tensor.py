@@ -126,9 +126,14 @@ class Tensor:
         """The shape, as a tuple."""
         return self.array.shape
 
-    def size(self, axis: int | None = None) -> Any:
-        """The shape (PyTorch's ``size()``), or the size of one axis."""
-        return self.array.shape if axis is None else self.array.shape[axis]
+    def size(self, axis: int | None = None, *, dim: int | None = None) -> Any:
+        """The shape (PyTorch's ``size()``), or the size of one axis (``size(dim)``)."""
+        axis = axis if dim is None else dim
+        if axis is None:
+            return self.array.shape
+        from ._ops._axes import normalize_axes
+
+        return self.array.shape[normalize_axes(axis, self.array.ndim, "size")[0]]
 
     @property
     def ndim(self) -> int:

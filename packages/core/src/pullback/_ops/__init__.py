@@ -16,6 +16,10 @@ from .elementwise import (
     minimum, mul, ne, neg, pow, reciprocal, relu, rsqrt, sigmoid, silu, sin, softplus, sqrt,
     square, sub, tanh, where,
 )
+from .like import (
+    expand_as, is_floating_point, new_empty, new_full, new_ones, new_tensor, new_zeros,
+    reshape_as, type_as, view_as,
+)
 from .rounding import ceil, div, floor, floor_divide, fmod, frac, remainder, round, sign, trunc
 from .index import (
     gather, getitem, index_select, masked_fill, one_hot, scatter_add, take_along_axis,
@@ -28,7 +32,7 @@ from .reduce import (
 )
 from .shape import (
     broadcast_to, cat, chunk, concatenate, expand, flatten, flip, pad, permute, repeat, reshape,
-    roll, split, squeeze, stack, swapaxes, tile, transpose, tril, triu, unbind, unsqueeze,
+    roll, split, squeeze, stack, swapaxes, t, tile, transpose, tril, triu, unbind, unsqueeze,
 )
 
 
@@ -67,5 +71,6 @@ TENSOR_METHODS = (
     "tile", "tril", "triu", "gather", "scatter_add", "index_select", "masked_fill",
     "take_along_axis", "matmul", "dot", "outer", "sum_to", "floor_divide", "remainder", "fmod",
     "trunc", "frac", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "bitwise_left_shift", "bitwise_right_shift",
+    "bitwise_left_shift", "bitwise_right_shift", "type_as", "new_zeros", "new_ones", "new_full",
+    "new_empty", "new_tensor", "is_floating_point", "t", "expand_as", "view_as", "reshape_as",
 )

@@ -136,6 +136,14 @@ def transpose(x: Any, axis0: int = -2, axis1: int = -1) -> Any:
 swapaxes = transpose
 
 
+def t(x: Any) -> Any:
+    """PyTorch's ``t()``: the transpose of a matrix; 0-d and 1-d tensors as they are."""
+    if x.ndim > 2:
+        raise ShapeError(f"t: expects a tensor with at most 2 dims, got shape {tuple(x.shape)} "
+                         "(use transpose(dim0, dim1) or mT)")
+    return transpose(x, 0, -1) if x.ndim == 2 else x
+
+
 def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     """Merge axes ``start_dim..end_dim`` into one."""
     if x.ndim == 0:

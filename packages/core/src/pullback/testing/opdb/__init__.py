@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from . import elementwise, index, internal, linalg, reduce, shape
+from . import elementwise, index, internal, linalg, methods, reduce, shape
 from ._record import (
     PRIMARY_DTYPES, Arg, BoundSample, ErrorCase, OpRecord, PullbackFactory, Sample, TensorFactory,
     view_of,
@@ -28,7 +28,7 @@ from ._record import (
 
 OP_DB: tuple[OpRecord, ...] = (
     *elementwise.RECORDS, *reduce.RECORDS, *shape.RECORDS, *index.RECORDS, *linalg.RECORDS,
-    *internal.RECORDS,
+    *methods.RECORDS, *internal.RECORDS,
 )
 
 _BY_NAME = {r.name: r for r in OP_DB}
