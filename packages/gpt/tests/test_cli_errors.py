@@ -125,6 +125,16 @@ def test_a_run_folder_is_never_silently_replaced(run_folder: Path, corpus: Path)
                              "--resume", "--overwrite"), "give one of them")
 
 
+def test_a_killed_run_without_a_checkpoint_is_not_offered_resume(tmp_path: Path,
+                                                                corpus: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.csv").write_text("step,loss\n1,4.2\n")  # killed before its first checkpoint
+    line = one_line_usage_error(gpt("train", "--data", str(corpus), "--out", str(out)),
+                                "it has no checkpoint to resume", "--overwrite")
+    assert "continue it with --resume" not in line
+
+
 def test_overwrite_replaces_the_run_and_keeps_other_files(run_folder: Path, corpus: Path) -> None:
     (run_folder / "notes.txt").write_text("mine")
     stale = run_folder / "checkpoints" / "step-9999999"

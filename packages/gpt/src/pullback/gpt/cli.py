@@ -115,9 +115,13 @@ def _prepare_out(args: argparse.Namespace) -> None:
         return
     existing = _run_outputs(out)
     if existing and not args.overwrite:
-        raise UsageError(f"{out} already holds a run ({', '.join(existing)}); continue "
-                         f"it with --resume, start another with --out NEW_FOLDER, or replace "
-                         f"it with --overwrite")
+        try:
+            resolve(out)
+            resume = "continue it with --resume, "
+        except CheckpointError:  # a run killed before its first checkpoint
+            resume = "it has no checkpoint to resume; "
+        raise UsageError(f"{out} already holds a run ({', '.join(existing)}); {resume}start "
+                         f"another with --out NEW_FOLDER, or replace it with --overwrite")
 
 
 def _run_outputs(out: Path) -> list[str]:
