@@ -25,9 +25,11 @@ input (``encoding``):
 from __future__ import annotations
 
 import argparse
+import csv
+import os
 
 # Imported first: it applies --threads before NumPy loads.
-from _nn_bench import report, same_weights, time_pair, torch_module
+from _nn_bench import OPTIONS, report, same_weights, time_pair, torch_module
 
 import numpy as np
 
@@ -131,6 +133,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--block", type=int, default=2, help="steps per timed block")
     parser.add_argument("--repeats", type=int, default=5, help="timed blocks per variant")
+    parser.add_argument("--csv", default=None, help="append one row per variant to this CSV")
     args, _ = parser.parse_known_args()
     torch = torch_module()
     x_np, y_np = _data(args.encoding, args.batch)
@@ -142,11 +145,23 @@ def main() -> None:
                 "pullback_composite_loop": composite_loop}
     if args.encoding == "direct":
         variants["snntorch_hoisted"] = snn_hoisted
+    rows = []
     for name, step in variants.items():
         ours, theirs = time_pair(step, snn_loop, warmup=2, repeats=args.repeats, block=args.block)
         report(f"spanda_step_{name}", ours, theirs, 1.0, encoding=args.encoding, steps=STEPS,
                batch=args.batch, hidden=args.hidden, reference="snntorch_loop",
                note="pullback_ms is this variant's time, torch_ms snnTorch's tutorial loop")
+        rows.append({"variant": name, "encoding": args.encoding, "hidden": args.hidden,
+                     "batch": args.batch, "steps": STEPS, "threads": OPTIONS.threads,
+                     "clock": OPTIONS.clock, "variant_ms": round(ours * 1e3, 2),
+                     "snntorch_loop_ms": round(theirs * 1e3, 2), "ratio": round(ours / theirs, 3)})
+    if args.csv:
+        new = not os.path.exists(args.csv)
+        with open(args.csv, "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
 
 
 if __name__ == "__main__":

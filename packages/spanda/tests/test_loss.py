@@ -24,6 +24,7 @@ def _outputs(kind: str) -> np.ndarray:
 
 CASES = {
     "spike_count_cross_entropy": ("spikes", lambda: SF.ce_count_loss(), {}, 1.0),
+    "rate_cross_entropy": ("membrane", lambda: SF.ce_rate_loss(), {}, 1.0),
     "max_membrane_cross_entropy": ("membrane", lambda: SF.ce_max_membrane_loss(), {}, 1.0),
     # snnTorch makes its targets in float32 and clamps them at off_target from below (a negative
     # one would become 0): values exact in float32, off_target >= 0.
@@ -46,8 +47,8 @@ def test_loss_and_gradient_match_snntorch(name: str) -> None:
     p_out = pullback.tensor(out, requires_grad=True)
     ours = getattr(spanda.loss, name)(p_out, pullback.tensor(targets), **options)
     ours.backward()
-    # snnTorch sums the per-step membrane loss into a float32 accumulator (value and gradient).
-    rtol = 1e-6 if name == "membrane_mse" else 1e-10
+    # snnTorch sums per-step losses into a float32 accumulator (value and gradient).
+    rtol = 1e-6 if name in ("membrane_mse", "rate_cross_entropy") else 1e-10
     np.testing.assert_allclose(ours.item() * scale, theirs.item(), rtol=rtol)
     np.testing.assert_allclose(p_out.grad.numpy() * scale, t_out.grad.numpy(), rtol=rtol,
                                atol=1e-14)

@@ -2,6 +2,8 @@
 
 * :func:`spike_count_cross_entropy`: cross-entropy of the spike counts as logits (snnTorch's
   ``ce_count_loss``);
+* :func:`rate_cross_entropy`: cross-entropy at every step, averaged over the steps (snnTorch's
+  ``ce_rate_loss``); on membranes it is snnTorch tutorial 5's loss (divided by ``T``);
 * :func:`membrane_mse`: mean squared error of the membrane against ``on_target`` for the
   right class and ``off_target`` elsewhere, at every step (snnTorch's ``mse_membrane_loss``);
 * :func:`max_membrane_cross_entropy`: cross-entropy of each class's highest membrane
@@ -18,7 +20,8 @@ from pullback.errors import ShapeError
 from pullback.nn import functional as F
 from pullback.tensor import Tensor
 
-__all__ = ["max_membrane_cross_entropy", "membrane_mse", "rate_mse", "spike_count_cross_entropy"]
+__all__ = ["max_membrane_cross_entropy", "membrane_mse", "rate_cross_entropy", "rate_mse",
+           "spike_count_cross_entropy"]
 
 
 def _check(where: str, outputs: Tensor, targets: Tensor) -> None:
@@ -39,6 +42,15 @@ def spike_count_cross_entropy(spikes: Tensor, targets: Tensor) -> Tensor:
     """``cross_entropy(spikes.sum(0), targets)``, averaged over the batch."""
     _check("spike_count_cross_entropy", spikes, targets)
     return F.cross_entropy(spikes.sum(axis=0), targets)
+
+
+def rate_cross_entropy(outputs: Tensor, targets: Tensor) -> Tensor:
+    """``mean_t cross_entropy(outputs[t], targets)`` (spikes or membranes as each step's logits),
+    each averaged over the batch."""
+    _check("rate_cross_entropy", outputs, targets)
+    steps, batch = outputs.shape[0], outputs.shape[1]
+    flat_targets = targets.unsqueeze(0).broadcast_to((steps, batch)).reshape(steps * batch)
+    return F.cross_entropy(outputs.reshape(steps * batch, outputs.shape[2]), flat_targets)
 
 
 def max_membrane_cross_entropy(membrane: Tensor, targets: Tensor) -> Tensor:
