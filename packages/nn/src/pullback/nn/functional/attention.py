@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+import pullback
 from pullback.dispatch import apply
 from pullback.errors import DTypeError, ShapeError
 from pullback.tensor import Tensor
@@ -24,9 +25,10 @@ def mask_to_bias(mask: Tensor, like: Tensor, true_means_keep: bool, where: str) 
     ``scaled_dot_product_attention``) or positions that are masked out (``MultiheadAttention``).
     """
     if mask.dtype.kind == "b":
-        blocked = ~mask.array if true_means_keep else mask.array
-        bias = np.where(blocked, -np.inf, 0.0).astype(like.dtype)
-        return Tensor._wrap(like.device.backend.asarray(bias), like.device)
+        # Ops, not array code, so that vmap batches a batched mask with the samples.
+        blocked = ~mask if true_means_keep else mask
+        zeros = pullback.zeros(tuple(mask.shape), dtype=like.dtype, device=like.device)
+        return zeros.masked_fill(blocked, float("-inf"))
     if mask.dtype.kind not in "fV":
         raise DTypeError(f"{where}: masks must be bool or floating point, got {mask.dtype}")
     return mask if mask.dtype == like.dtype else mask.to(like.dtype)
