@@ -182,3 +182,14 @@ def test_batchnorm_in_training_mode_is_refused() -> None:
     module = nn.BatchNorm1d(3).double()  # training mode: updates its running statistics
     with pytest.raises((pb.func.VmapError, pb.errors.PullbackError)):
         vmap(module)(pb.tensor(np.random.default_rng(0).standard_normal((4, 2, 3))))
+
+
+def test_attention_with_batched_boolean_masks() -> None:
+    F = pytest.importorskip("pullback.nn.functional")
+    rng = np.random.default_rng(4)
+    q = pb.tensor(rng.standard_normal((3, 4, 2)))
+    mask = pb.tensor(rng.random((3, 4, 4)) > 0.3)
+    got = vmap(lambda a, m: F.scaled_dot_product_attention(a, a, a, attn_mask=m))(q, mask)
+    for i in range(3):
+        want = F.scaled_dot_product_attention(q[i], q[i], q[i], attn_mask=mask[i])
+        np.testing.assert_allclose(got.numpy()[i], want.numpy(), rtol=1e-12)
