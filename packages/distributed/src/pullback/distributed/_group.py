@@ -1,0 +1,199 @@
+"""Process groups: the world made by :func:`init_process_group`, and sub-groups.
+
+A group wraps one communication backend over a set of global ranks. Every collective goes
+through :meth:`ProcessGroup.wait`, so every one of them has the group's timeout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from datetime import timedelta
+from typing import Any
+
+from . import _watchdog
+from ._backend import MPIBackend, NCCLBackend, Request
+from .errors import DistributedError, DistributedTimeoutError
+
+BACKENDS = ("mpi", "nccl")
+DEFAULT_TIMEOUT = timedelta(minutes=30)  # torch.distributed's default
+
+# Environment variables by which MPI launchers (and Slurm) tell a process its rank and size.
+_LAUNCHER_VARIABLES = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                       ("PMIX_RANK", "PMIX_SIZE"), ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
+                       ("SLURM_PROCID", "SLURM_NTASKS"))
+
+
+def launched_world_size() -> int:
+    """The number of processes a launcher (mpiexec, srun) started this one among, 1 if none."""
+    for rank_var, size_var in _LAUNCHER_VARIABLES:
+        if rank_var in os.environ and size_var in os.environ:
+            return int(os.environ[size_var])
+    return 1
+
+
+class ProcessGroup:
+    """A set of processes that run collectives together.
+
+    Attributes:
+        backend: the communication backend's name (``"mpi"`` or ``"nccl"``).
+        ranks: the global ranks of the members, in group-rank order.
+        rank: this process's rank in the group (-1 if it is not a member).
+        size: the number of members.
+        timeout: seconds a collective may take before it is an error.
+    """
+
+    def __init__(self, comm: Any, ranks: list[int], global_rank: int, timeout: float,
+                 peers: list[_watchdog.Peer], backend: str = "mpi", device_index: int = 0) -> None:
+        self.ranks, self.timeout, self._peers = ranks, timeout, peers
+        self.global_rank = global_rank
+        self.rank = ranks.index(global_rank) if global_rank in ranks else -1
+        self.size = len(ranks)
+        self.backend, self.device_index = backend, device_index
+        self.broken = False
+        self._impl: Any = None
+        if self.rank >= 0:
+            mpi = MPIBackend(comm)
+            self._impl = NCCLBackend(mpi, device_index) if backend == "nccl" else mpi
+            self._mpi = mpi
+
+    def __repr__(self) -> str:
+        return (f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks}, rank={self.rank}, "
+                f"timeout={self.timeout:g})")
+
+    def impl(self, what: str) -> Any:
+        """The backend, for a member; a clear error otherwise."""
+        if self._impl is None:
+            raise DistributedError(f"{what}: rank {self.global_rank} is not a member of this "
+                                   f"group (ranks {self.ranks})")
+        if self.broken:
+            raise DistributedError(f"{what}: the group is broken by an earlier timeout; "
+                                   "destroy it and make a new one")
+        return self._impl
+
+    def wait(self, requests: list[Request], what: str) -> None:
+        """Wait for started collectives with the group's timeout."""
+        me = self._peers[self.global_rank]
+        try:
+            _watchdog.wait(requests, what, self.timeout,
+                           [self._peers[r] for r in self.ranks], me)
+        except DistributedTimeoutError:
+            self.broken = True
+            _mark_broken()
+            raise
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        """Small Python values from every member (over MPI, blocking)."""
+        self.impl("all_gather_object")
+        return self._mpi.all_gather_object(obj)
+
+
+_WORLD: ProcessGroup | None = None
+_BROKEN = False
+
+
+def _mark_broken() -> None:
+    global _BROKEN
+    _BROKEN = True
+
+
+def _abort_if_broken() -> None:
+    # After a timeout the dead peer's collective stays pending, and MPI_Finalize at exit would
+    # wait for it forever: end the job instead (the error has been printed by then).
+    if _BROKEN:
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Abort(1)
+
+
+def _seconds(timeout: Any) -> float:
+    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+    if seconds <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    return seconds
+
+
+def init_process_group(backend: str = "mpi", timeout: Any = DEFAULT_TIMEOUT,
+                       device_index: int | None = None) -> ProcessGroup:
+    """Join the processes that the launcher started (``mpiexec -n K python train.py``, Slurm's
+    ``srun``) into the world group.
+
+    Args:
+        backend: ``"mpi"`` (CPU tensors, through mpi4py) or ``"nccl"`` (CUDA tensors, through
+            CuPy's NCCL, one GPU per process; MPI still starts the processes).
+        timeout: how long a collective may wait (a ``timedelta`` or seconds); past it the
+            collective raises a DistributedTimeoutError naming the ranks that died.
+        device_index: the GPU of this process with ``"nccl"`` (default: the local rank modulo
+            the number of GPUs).
+    """
+    global _WORLD
+    if backend not in BACKENDS:
+        raise ValueError(f"init_process_group: backend must be one of {BACKENDS}, "
+                         f"got {backend!r}")
+    if _WORLD is not None:
+        raise DistributedError("init_process_group: the default process group is already "
+                               "initialized (call destroy_process_group first)")
+    seconds = _seconds(timeout)
+    world = MPIBackend.world()
+    peers = world.all_gather_object(_watchdog.this_peer(world.rank))
+    if backend == "nccl" and device_index is None:
+        local = [p for p in peers if p.host == peers[world.rank].host].index(peers[world.rank])
+        device_index = local
+    _WORLD = ProcessGroup(world.comm, list(range(world.size)), world.rank, seconds, peers,
+                          backend, device_index or 0)
+    atexit.register(_abort_if_broken)
+    return _WORLD
+
+
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
+    """Leave the default group (or forget ``group``); init_process_group may be called again."""
+    global _WORLD
+    if group is None or group is _WORLD:
+        _WORLD = None
+
+
+def is_initialized() -> bool:
+    return _WORLD is not None
+
+
+def world(what: str = "this call") -> ProcessGroup:
+    """The default group; a clear error before init_process_group."""
+    if _WORLD is None:
+        raise DistributedError(f"{what}: the default process group is not initialized; call "
+                               "pullback.distributed.init_process_group() first (and launch "
+                               "with mpiexec -n K)")
+    return _WORLD
+
+
+def resolve(group: ProcessGroup | None, what: str) -> ProcessGroup:
+    return world(what) if group is None else group
+
+
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank in ``group`` (default: the world); -1 if it is not a member."""
+    return resolve(group, "get_rank").rank
+
+
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    return resolve(group, "get_world_size").size
+
+
+def get_backend(group: ProcessGroup | None = None) -> str:
+    return resolve(group, "get_backend").backend
+
+
+def new_group(ranks: list[int] | None = None, timeout: Any = None) -> ProcessGroup:
+    """A sub-group of the world over ``ranks`` (all ranks when None). Every rank of the world
+    must call it, members or not, as in torch.distributed."""
+    base = world("new_group")
+    members = list(range(base.size)) if ranks is None else sorted({int(r) for r in ranks})
+    bad = [r for r in members if not 0 <= r < base.size]
+    if bad or not members:
+        raise ValueError(f"new_group: ranks must be a non-empty subset of 0..{base.size - 1}, "
+                         f"got {ranks}")
+    comm = base._mpi.split(members)
+    seconds = base.timeout if timeout is None else _seconds(timeout)
+    from mpi4py import MPI
+
+    return ProcessGroup(None if comm == MPI.COMM_NULL else comm, members, base.global_rank,
+                        seconds, base._peers, base.backend, base.device_index)

@@ -1,0 +1,39 @@
+"""pullback-distributed's tests launch scenarios under mpiexec (MPICH's, from the mpich wheel
+next to this Python, or one on PATH)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # distributed_support.py
+
+SCENARIOS = Path(__file__).parent / "mpi_scenarios.py"
+
+
+def mpiexec() -> str | None:
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+@pytest.fixture
+def launch():
+    """``launch(n, scenario, *args, flags=())``: run a scenario on n processes; returns the
+    CompletedProcess (stdout holds one JSON line per rank)."""
+    exe = mpiexec()
+    if exe is None:
+        pytest.skip("no mpiexec: pip install mpich (or load your cluster's MPI)")
+
+    def run(n: int, scenario: str, *args: str, flags: tuple[str, ...] = (),
+            timeout: float = 240) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        return subprocess.run([exe, *flags, "-n", str(n), sys.executable, str(SCENARIOS), scenario,
+                               *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+    return run
+

@@ -1,0 +1,226 @@
+"""Scenarios run under ``mpiexec -n K python mpi_scenarios.py NAME``: each rank checks its own
+results against the single-process answer (computed with NumPy, or by one process on the
+concatenated batch) and exits non-zero with a message if they differ. Not collected by pytest
+(the tests in test_*.py launch it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import pullback
+from pullback import distributed as dist
+from pullback import nn, optim
+
+DTYPES = ["float32", "float64", "int64", "float16", "bfloat16"]
+
+
+def collectives() -> None:
+    dist.init_process_group("mpi", timeout=60)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    rng = lambda r: np.random.default_rng(100 + r)  # noqa: E731 - every rank's data, everywhere
+    for dtype in DTYPES:
+        dt = pullback.dtypes.to_dtype(dtype)
+        mine = [(rng(r).normal(size=(3, 5)) * 4).astype(dt) for r in range(size)]
+        for op, ref in [("sum", np.sum), ("max", np.max), ("min", np.min), ("avg", np.mean),
+                        ("product", np.prod)]:
+            if dtype == "int64" and op == "avg":
+                continue
+            t = pullback.tensor(mine[rank].copy())
+            dist.all_reduce(t, op=op)
+            expected = ref(np.stack([m.astype(np.float64) for m in mine]), axis=0)
+            tol = {"float16": 2e-2, "bfloat16": 5e-2}.get(dtype, 1e-6)
+            np.testing.assert_allclose(t.numpy().astype(np.float64), expected, rtol=tol,
+                                       atol=tol, err_msg=f"all_reduce {op} {dtype}")
+            assert t.dtype == dt
+    for src in range(size):
+        t = pullback.tensor(np.full(4, float(rank)))
+        dist.broadcast(t, src=src)
+        np.testing.assert_array_equal(t.numpy(), np.full(4, float(src)))
+    out = [pullback.zeros(2, 3) for _ in range(size)]
+    dist.all_gather(out, pullback.full((2, 3), float(rank)))
+    for r in range(size):
+        np.testing.assert_array_equal(out[r].numpy(), np.full((2, 3), float(r)))
+    inputs = [pullback.tensor(np.full(3, float(rank * 10 + k))) for k in range(size)]
+    got = pullback.zeros(3, dtype=pullback.float64)
+    dist.reduce_scatter(got, inputs, op="sum")
+    np.testing.assert_array_equal(got.numpy(), np.full(3, float(sum(r * 10 + rank for r in range(size)))))
+    # send/recv around a ring
+    right, left = (rank + 1) % size, (rank - 1) % size
+    box = pullback.zeros(2)
+    if rank % 2 == 0:
+        dist.send(pullback.tensor([float(rank), 1.0]), right)
+        dist.recv(box, left)
+    else:
+        dist.recv(box, left)
+        dist.send(pullback.tensor([float(rank), 1.0]), right)
+    np.testing.assert_array_equal(box.numpy(), [float(left), 1.0])
+    # non-contiguous tensors, async work
+    base = pullback.tensor(np.arange(12.0).reshape(3, 4) + rank)
+    view = base.T
+    work = dist.all_reduce(view, op="sum", async_op=True)
+    work.wait()
+    assert work.is_completed()
+    np.testing.assert_array_equal(base.numpy(), size * np.arange(12.0).reshape(3, 4) + sum(range(size)))
+    # a sub-group of the first two ranks
+    sub = dist.new_group([0, 1])
+    t = pullback.tensor([1.0])
+    if rank in (0, 1):
+        dist.all_reduce(t, group=sub)
+        assert t.item() == 2.0 and dist.get_world_size(sub) == 2 and dist.get_rank(sub) == rank
+    else:
+        try:
+            dist.all_reduce(t, group=sub)
+        except dist.DistributedError as exc:
+            assert f"rank {rank} is not a member" in str(exc)
+        else:
+            raise AssertionError("a non-member's collective must fail")
+    dist.barrier()
+    print(json.dumps({"rank": rank, "ok": True}), flush=True)
+
+
+class _WithUnusedBranch(nn.Module):
+    def __init__(self, body: nn.Module) -> None:
+        super().__init__()
+        self.body = body
+        self.extra = nn.Linear(3, 3, dtype=pullback.float64)  # never called
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def _model(seed: int = 0, unused: bool = False) -> nn.Module:
+    pullback.manual_seed(seed)
+    f64 = pullback.float64
+    body = nn.Sequential(nn.Linear(6, 16, dtype=f64), nn.Tanh(), nn.Linear(16, 16, dtype=f64),
+                         nn.Tanh(), nn.Linear(16, 3, dtype=f64))
+    return _WithUnusedBranch(body) if unused else body
+
+
+def _batches(steps: int, global_batch: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    return [(rng.normal(size=(global_batch, 6)), rng.normal(size=(global_batch, 3)))
+            for _ in range(steps)]
+
+
+def _loss(model, x, y):
+    return ((model(pullback.tensor(x)) - pullback.tensor(y)) ** 2).mean()
+
+
+def _reference(steps, global_batch, optimizer, unused=False, micro=1):
+    """One process on the concatenated batches: the answer DDP must give."""
+    model = _model(unused=unused)
+    params = [p for n, p in model.named_parameters() if not n.startswith("extra")]
+    opt = optimizer(params)
+    batches = _batches(steps * micro, global_batch)
+    for s in range(steps):
+        opt.zero_grad()
+        for m in range(micro):
+            x, y = batches[s * micro + m]
+            _loss(model, x, y).backward()
+        opt.step()
+    return {n: p.detach().numpy() for n, p in model.named_parameters()}
+
+
+OPTIMIZERS = {"sgd": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
+              "adamw": lambda ps: optim.AdamW(ps, lr=0.01)}
+
+
+def ddp(optimizer: str, bucket_mb: str, steps: str = "5", micro: str = "1",
+        unused: str = "0") -> None:
+    dist.init_process_group("mpi", timeout=60)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    steps_n, micro_n, global_batch = int(steps), int(micro), 8
+    # Every rank starts from other weights: DDP must broadcast rank 0's.
+    model = dist.DistributedDataParallel(_model(seed=rank, unused=unused == "1"),
+                                         bucket_cap_mb=float(bucket_mb),
+                                         find_unused_parameters=unused == "1")
+    if float(bucket_mb) < 0.001:
+        assert len(model._buckets) > 3, len(model._buckets)
+    opt = OPTIMIZERS[optimizer]([p for n, p in model.module.named_parameters()
+                                 if not n.startswith("extra")])
+    share = global_batch // size
+    batches = _batches(steps_n * micro_n, global_batch)
+    for s in range(steps_n):
+        opt.zero_grad()
+        for m in range(micro_n):
+            x, y = batches[s * micro_n + m]
+            x, y = x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+            if m < micro_n - 1:
+                with model.no_sync():
+                    _loss(model, x, y).backward()
+            else:
+                _loss(model, x, y).backward()
+        opt.step()
+    ref = _reference(steps_n, global_batch, OPTIMIZERS[optimizer], unused == "1", micro_n)
+    worst = max(float(np.max(np.abs(p.detach().numpy() - ref[n]) / (np.abs(ref[n]) + 1e-3)))
+                for n, p in model.module.named_parameters())
+    assert worst < 1e-12, f"rank {rank}: parameters differ from one process by {worst:.3g}"
+    print(json.dumps({"rank": rank, "ok": True, "worst": worst}), flush=True)
+
+
+def unused_error() -> None:
+    dist.init_process_group("mpi", timeout=60)
+    model = dist.DistributedDataParallel(_model(unused=True))
+    x, y = _batches(1, 4)[0]
+    try:
+        _loss(model, x, y).backward()
+    except dist.DistributedError as exc:
+        assert "extra.weight" in str(exc) and "find_unused_parameters=True" in str(exc), exc
+        print(json.dumps({"rank": dist.get_rank(), "ok": True}), flush=True)
+        return
+    raise AssertionError("an unused parameter must be an error")
+
+
+def dead_rank(timeout: str) -> None:
+    dist.init_process_group("mpi", timeout=float(timeout))
+    t = pullback.ones(4)
+    dist.all_reduce(t)  # everyone is here
+    if dist.get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    start = time.monotonic()
+    try:
+        dist.all_reduce(t)
+    except dist.DistributedTimeoutError as exc:
+        print(json.dumps({"rank": dist.get_rank(), "error": str(exc),
+                          "seconds": time.monotonic() - start}), flush=True)
+        raise
+
+
+def checkpoint(phase: str, path: str, steps: str) -> None:
+    """Phase "first": train ``steps`` steps and save at rank 0. Phase "resume": load, train
+    ``steps`` more. Global batches are split among however many ranks run."""
+    dist.init_process_group("mpi", timeout=60)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    model = dist.DistributedDataParallel(_model())
+    opt = OPTIMIZERS["adamw"](list(model.parameters()))
+    done = 0
+    if phase == "resume":
+        state = pullback.load(path)
+        model.module.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        done = int(state["step"])
+    batches = _batches(done + int(steps), 8)
+    share = 8 // size
+    for s in range(done, done + int(steps)):
+        x, y = batches[s]
+        opt.zero_grad()
+        _loss(model, x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]).backward()
+        opt.step()
+    dist.save_checkpoint({"model": model.module.state_dict(), "optimizer": opt.state_dict(),
+                          "step": done + int(steps)}, path)
+    print(json.dumps({"rank": rank, "ok": True}), flush=True)
+
+
+if __name__ == "__main__":
+    scenario, *args = sys.argv[1:]
+    try:
+        globals()[scenario](*args)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
