@@ -1,5 +1,13 @@
-"""pullback.sutra: neural odes: adaptive solvers, adjoint backprop.
+"""pullback.sutra: neural ODEs, adaptive solvers and adjoint backpropagation.
 
-Not implemented yet: this distribution is an empty placeholder that installs, is
-discovered as a plugin and registers nothing.
+torchdiffeq's API on pullback: :func:`odeint` (backpropagation through the solver),
+:func:`odeint_adjoint` (the continuous adjoint, memory independent of the number of steps),
+:func:`odeint_event` (solve until an event, differentiable in the event time) and the
+:class:`NeuralODE` module. :data:`SOLVERS` maps each method name to its solver.
 """
+
+from ._errors import MaxStepsError, NonFiniteError, SolverError
+from ._odeint import odeint
+from ._solvers import SOLVERS
+
+__all__ = ["SOLVERS", "MaxStepsError", "NonFiniteError", "SolverError", "odeint"]

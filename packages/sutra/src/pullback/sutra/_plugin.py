@@ -1,3 +1,4 @@
-"""Plugin of pullback-sutra: registers nothing yet (the package is still empty)."""
+"""Plugin of pullback-sutra: it registers no ops (every solver step is a composition of core ops,
+and the adjoint is an autograd Function); loading it only records the package."""
 
 pullback_hook_api = "1.0"
