@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from _common import emit
+from _common import best_time, emit
 
 import pullback as pb
 import pullback.nn as nn
@@ -27,14 +27,7 @@ _clock = time.process_time if OPTIONS.clock == "cpu" else time.perf_counter
 
 
 def best_seconds(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = _clock()
-        fn()
-        best = min(best, _clock() - start)
-    return best
+    return best_time(fn, repeats, warmup, clock=_clock)
 
 
 def main() -> None:

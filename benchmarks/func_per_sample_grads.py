@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from _common import emit
+from _common import best_time, emit
 
 import pullback as pb
 import pullback.nn as nn
@@ -29,14 +29,7 @@ _clock = time.process_time if OPTIONS.clock == "cpu" else time.perf_counter
 
 
 def best_seconds(fn: Callable[[], Any], repeats: int = 5, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = _clock()
-        fn()
-        best = min(best, _clock() - start)
-    return best
+    return best_time(fn, repeats, warmup, clock=_clock)
 
 
 def models(torch: Any) -> dict[str, tuple[Any, Any, tuple[int, ...]]]:

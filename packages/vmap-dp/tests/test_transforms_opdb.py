@@ -45,17 +45,24 @@ def _like(out, cts):
     return tree_unflatten(list(cts), tree_flatten(out)[1])
 
 
+def _prepare(case):
+    """The record, its tensor arguments, the call over (differentiable, constant) tensors and
+    the sample's own values split that way."""
+    record, sample = case
+    args = tensor_args(sample)
+    call, n = _merged(caller(record, sample), args)
+    diff, const = _split(args, [a.value for a in args])
+    return record, sample, args, call, n, diff, const
+
+
 def _float_outputs(out):
     return [o for o in leaves(out) if o.dtype.kind == "f"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_vjp_and_vmap_vjp_match_autograd(case) -> None:
-    record, sample = case
-    args = tensor_args(sample)
-    call, n = _merged(caller(record, sample), args)
+    record, sample, args, call, n, diff, const = _prepare(case)
     rng = np.random.default_rng(2)
-    diff, const = _split(args, [a.value for a in args])
     out, vjp_fn = vjp(lambda *d: call(*d, *const), *diff)
     outs = _float_outputs(out)
     if not outs:
@@ -103,11 +110,8 @@ def _dot(xs, ys) -> float:
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_jvp_matches_finite_differences_and_transposes_vjp(case) -> None:
-    record, sample = case
-    args = tensor_args(sample)
-    call, n = _merged(caller(record, sample), args)
+    record, sample, args, call, n, diff, const = _prepare(case)
     rng = np.random.default_rng(3)
-    diff, const = _split(args, [a.value for a in args])
     tangents = tuple(pb.tensor(rng.standard_normal(d.shape)) for d in diff)
     out, t_out = jvp(lambda *d: call(*d, *const), tuple(diff), tangents)
     outs, t_outs = leaves(out), leaves(t_out)

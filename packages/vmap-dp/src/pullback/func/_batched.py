@@ -20,7 +20,7 @@ from pullback.tensor import Tensor
 from ._batch_rules import batch_rule
 from ._batch_rules._util import advanced_block_in_place, move_dim
 from ._errors import VmapError
-from ._levels import Level, WrapperTensor
+from ._levels import Level, WrapperTensor, split_args
 
 class BatchArray(np.ndarray):
     """The backend array of a batched tensor as ``.array`` hands it out: every sample, batch dims
@@ -245,22 +245,9 @@ class VmapMode(DispatchMode):
         level = self.level
         if "key" in attrs and keyed_by(attrs["key"], level):
             return batched_key(op, args, attrs, self.size, level)
-        mine = False
-        for a in args:
-            if a.__class__ is BatchedTensor and a._level is level:
-                mine = True
-                break
-        if not mine:
+        values, bdims = split_args(args, BatchedTensor, level, "_bdim")
+        if values is None:
             return apply(op, *args, **attrs)
-        values = []
-        bdims = []
-        for a in args:
-            if a.__class__ is BatchedTensor and a._level is level:
-                values.append(a._value)
-                bdims.append(a._bdim)
-            else:
-                values.append(a)
-                bdims.append(None)
         out, out_bdim = batch_rule(op)(op, tuple(values), tuple(bdims), self.size, **attrs)
         if out.__class__ is tuple:  # several outputs (first-order backward ops)
             return tuple(o if o is None or b is None else make_batched(o, b, level)

@@ -17,7 +17,7 @@ from pullback.tensor import Tensor
 
 from ._errors import FuncError
 from ._jvp_rules import jvp_rule
-from ._levels import Level, WrapperTensor, new_level
+from ._levels import Level, WrapperTensor, new_level, split_args
 from ._pytree import tree_flatten, tree_unflatten
 
 _FLOAT_KINDS = "fcV"
@@ -69,15 +69,7 @@ class JvpMode(DispatchMode):
 
     def dispatch(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
         level = self.level
-        primals = None
-        tangents: list[Any] = []
-        for i, a in enumerate(args):
-            if a.__class__ is DualTensor and a._level is level:
-                if primals is None:
-                    primals = list(args)
-                    tangents = [None] * len(args)
-                primals[i] = a._value
-                tangents[i] = a._tangent
+        primals, tangents = split_args(args, DualTensor, level, "_tangent")
         if primals is None:
             return apply(op, *args, **attrs)
         out = apply(op, *primals, **attrs)

@@ -202,6 +202,23 @@ class WrapperTensor(Tensor):
         )
 
 
+def split_args(args: tuple[Any, ...], cls: type, level: Level, field: str
+               ) -> tuple[list[Any] | None, list[Any]]:
+    """The op arguments with the wrappers of ``cls`` at ``level`` replaced by their values, and
+    per argument the wrapper's ``field`` (``None`` elsewhere); ``(None, [])`` when no argument
+    belongs to the level (the op then passes on untouched)."""
+    values = None
+    extras: list[Any] = []
+    for i, a in enumerate(args):
+        if a.__class__ is cls and a._level is level:
+            if values is None:
+                values = list(args)
+                extras = [None] * len(args)
+            values[i] = a._value
+            extras[i] = getattr(a, field)
+    return values, extras
+
+
 def new_level(kind: str) -> Level:
     """Open a level of ``kind`` ("vmap", "jvp", "vjp")."""
     return Level(kind)

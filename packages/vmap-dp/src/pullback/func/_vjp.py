@@ -22,7 +22,7 @@ from pullback.registry import Op
 from pullback.tensor import Tensor
 
 from ._errors import FuncError
-from ._levels import Level, WrapperTensor, new_level
+from ._levels import Level, WrapperTensor, new_level, split_args
 from ._pytree import tree_flatten, tree_unflatten
 
 _GRAD_KINDS = "fcV"
@@ -109,15 +109,7 @@ class VjpMode(DispatchMode):
 
     def dispatch(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
         level = self.level
-        values = None
-        ids = None
-        for i, a in enumerate(args):
-            if a.__class__ is TrackedTensor and a._level is level:
-                if values is None:
-                    values = list(args)
-                    ids = [None] * len(args)
-                values[i] = a._value
-                ids[i] = a._id
+        values, ids = split_args(args, TrackedTensor, level, "_id")
         if values is None:
             return apply(op, *args, **attrs)
         out = apply(op, *values, **attrs)

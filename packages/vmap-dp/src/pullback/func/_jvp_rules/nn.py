@@ -111,15 +111,10 @@ def _layer_norm(F: Any, tangents: Any, out: Any, x: Any, w: Any, b: Any, *,
 
 def _attention(F: Any, tangents: Any, out: Any, q: Any, k: Any, v: Any, bias: Any, keep: Any,
                *, scale: float, causal: bool) -> Any:
+    from pullback.nn._ops.attention import _attention_weights  # the rule runs with nn loaded
+
     tq, tk, tv, tbias, _ = tangents
-    scores = F.matmul(q, F.swapaxes(k, a=-1, b=-2)) * scale
-    if bias is not None:
-        scores = scores + bias
-    if causal:
-        shape = tuple(scores.shape[-2:])
-        seen = F.greater(F.tril(F.full(shape, 1.0, like=scores)), 0.0)
-        scores = F.where(seen, scores, float("-inf"))
-    weights = _nn("nn.softmax")(scores, axis=-1)
+    weights = _attention_weights(F, q, k, bias, scale, causal)
     used = weights * keep if keep is not None else weights
     parts = []
     if tq is not None:
@@ -130,9 +125,8 @@ def _attention(F: Any, tangents: Any, out: Any, q: Any, k: Any, v: Any, bias: An
     t_scores = _sum_tangents(F, *parts)
     result = []
     if t_scores is not None:
+        # masked positions have weight 0, so their tangent is 0 too
         t_weights = weights * (t_scores - F.sum(t_scores * weights, axis=-1, keepdims=True))
-        if causal:
-            t_weights = F.where(seen, t_weights, 0.0)
         result.append(F.matmul(t_weights * keep if keep is not None else t_weights, v))
     if tv is not None:
         result.append(F.matmul(used, tv))
