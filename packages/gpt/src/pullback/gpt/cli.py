@@ -90,7 +90,7 @@ def _train_config(args: argparse.Namespace) -> TrainConfig:
     min_lr = args.min_lr if args.min_lr is not None else (
         args.lr / 10 if args.lr is not None else None)
     try:
-        return preset.with_overrides(
+        cfg = preset.with_overrides(
             steps=steps, batch_size=args.batch_size, lr=args.lr, min_lr=min_lr, warmup=warmup,
             seed=args.seed, eval_interval=args.eval_interval, eval_iters=args.eval_iters,
             checkpoint_interval=args.checkpoint_interval, schedule=args.schedule,
@@ -98,6 +98,7 @@ def _train_config(args: argparse.Namespace) -> TrainConfig:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    return cfg.with_model(reversible=True) if args.reversible else cfg
 
 
 def _prepare_out(args: argparse.Namespace) -> None:
@@ -243,6 +244,10 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--config", choices=sorted(PRESETS), default=DEFAULT_CONFIG,
                    help=f"model size and recipe (default: {DEFAULT_CONFIG}, nanoGPT's CPU "
                         "configuration: 4 layers, width 128, about 2.5 min on 2 cores)")
+    t.add_argument("--reversible", action="store_true",
+                   help="reversible blocks (pullback-avyaya): the same model and parameters, "
+                        "activation memory that does not grow with the number of layers, "
+                        "1.5-1.8x the step time (docs/avyaya.md)")
     t.add_argument("--steps", type=int, help=f"optimizer steps; {_from_preset('steps')}")
     t.add_argument("--batch-size", type=int,
                    help=f"sequences per step; {_from_preset('batch_size')}")

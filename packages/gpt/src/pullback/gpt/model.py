@@ -93,17 +93,39 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x)), new_cache
 
 
+class Blocks(nn.ModuleList):
+    """The ordinary stack of blocks (each keeps its activations for backward)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        for block in self:
+            x = block(x)
+        return x
+
+    def forward_cached(self, x: Tensor, cache: KVCache | None) -> tuple[Tensor, KVCache]:
+        new_cache: KVCache = []
+        for i, block in enumerate(self):
+            x, layer_cache = block(x, cache[i] if cache is not None else (None, None))
+            new_cache.append(layer_cache)
+        return x, new_cache
+
+
 class GPT(nn.Module):
     """The language model. ``forward(idx, targets=None)`` returns ``(logits, loss)``."""
 
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.config = config
+        if config.reversible:
+            from .reversible import ReversibleBlocks  # it builds on this module's layers
+
+            blocks: nn.Module = ReversibleBlocks(config)
+        else:
+            blocks = Blocks([Block(config) for _ in range(config.n_layer)])
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(config.vocab_size, config.n_embd),
             wpe=nn.Embedding(config.block_size, config.n_embd),
             drop=nn.Dropout(config.dropout),
-            h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+            h=blocks,
             ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
         ))
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
@@ -143,9 +165,7 @@ class GPT(nn.Module):
         return self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
 
     def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        x = self._embed(idx, 0)
-        for block in self.transformer.h:
-            x = block(x)
+        x = self.transformer.h(self._embed(idx, 0))
         logits = self.lm_head(self.transformer.ln_f(x))
         loss = None
         if targets is not None:
@@ -155,11 +175,7 @@ class GPT(nn.Module):
     def forward_cached(self, idx: Tensor, cache: KVCache | None) -> tuple[Tensor, KVCache]:
         """Logits of the last position of ``idx``, given keys/values of earlier positions."""
         start = 0 if cache is None else cache[0][0].shape[2]
-        x = self._embed(idx, start)
-        new_cache: KVCache = []
-        for i, block in enumerate(self.transformer.h):
-            x, layer_cache = block(x, cache[i] if cache is not None else (None, None))
-            new_cache.append(layer_cache)
+        x, new_cache = self.transformer.h.forward_cached(self._embed(idx, start), cache)
         logits = self.lm_head(self.transformer.ln_f(x[:, -1:, :]))
         return logits[:, -1, :], new_cache
 
