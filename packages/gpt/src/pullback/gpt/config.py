@@ -20,7 +20,8 @@ class GPTConfig:
         bias: biases in Linear and LayerNorm layers (GPT-2 has them; nanoGPT's char model not).
         reversible: reversible blocks (pullback-avyaya; attention and MLP as the two halves of
             an additive coupling over a duplicated stream): the same parameters, activation
-            memory that does not grow with ``n_layer``, about a third more compute per step.
+            memory that does not grow with ``n_layer``, one more forward pass of every layer
+            per step (1.5-1.8x the step time as measured in docs/avyaya.md).
     """
 
     vocab_size: int = 65
