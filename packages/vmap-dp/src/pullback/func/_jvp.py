@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pullback
-from pullback.dispatch import DispatchMode, apply, pop_mode, push_mode, tensor_namespace
+from pullback.dispatch import DispatchMode, apply, tensor_namespace
 from pullback.registry import Op
 from pullback.tensor import Tensor
 
 from ._errors import FuncError
 from ._jvp_rules import jvp_rule
-from ._levels import Level, WrapperTensor, new_level, split_args
+from ._levels import Level, WrapperTensor, new_level, run_at_level, split_args
 from ._pytree import tree_flatten, tree_unflatten
 
 _FLOAT_KINDS = "fcV"
@@ -139,13 +139,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
             wrapped.append(make_dual(p, t, level))
         else:
             wrapped.append(p)
-    mode = JvpMode(level)
-    push_mode(mode)
-    try:
-        out = func(*tree_unflatten(wrapped, spec))
-    finally:
-        pop_mode(mode)
-        level.alive = False
+    out = run_at_level(level, JvpMode(level), func, *tree_unflatten(wrapped, spec))
     aux = None
     if has_aux:
         out, aux = out

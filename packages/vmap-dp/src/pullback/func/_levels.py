@@ -219,6 +219,19 @@ def split_args(args: tuple[Any, ...], cls: type, level: Level, field: str
     return values, extras
 
 
+def run_at_level(level: Level, mode: Any, func: Any, *args: Any) -> Any:
+    """``func(*args)`` with ``mode`` (the level's dispatch mode) active; the level is closed
+    afterwards, whatever happens (its wrappers that escape are then recognized as such)."""
+    from pullback.dispatch import pop_mode, push_mode
+
+    push_mode(mode)
+    try:
+        return func(*args)
+    finally:
+        pop_mode(mode)
+        level.alive = False
+
+
 def new_level(kind: str) -> Level:
     """Open a level of ``kind`` ("vmap", "jvp", "vjp")."""
     return Level(kind)

@@ -15,14 +15,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pullback
-from pullback.dispatch import DispatchMode, TensorNamespace, apply, pop_mode, push_mode, state
-from pullback.dispatch import tensor_namespace
+from pullback.dispatch import DispatchMode, TensorNamespace, apply, state, tensor_namespace
 from pullback.errors import AutogradError
 from pullback.registry import Op
 from pullback.tensor import Tensor
 
 from ._errors import FuncError
-from ._levels import Level, WrapperTensor, new_level, split_args
+from ._levels import Level, WrapperTensor, new_level, run_at_level, split_args
 from ._pytree import tree_flatten, tree_unflatten
 
 _GRAD_KINDS = "fcV"
@@ -191,13 +190,8 @@ class Recording:
         wrapped = [make_tracked(x, level, tape.new_id(), is_input=True)
                    if _is_differentiable(x) else x for x in flat]
         self.in_ids = [w._id if isinstance(w, TrackedTensor) else None for w in wrapped]
-        mode = VjpMode(level, tape)
-        push_mode(mode)
-        try:
-            out = func(*tree_unflatten(wrapped, self.in_spec))
-        finally:
-            pop_mode(mode)
-            level.alive = False
+        out = run_at_level(level, VjpMode(level, tape), func,
+                           *tree_unflatten(wrapped, self.in_spec))
         self.aux = None
         if has_aux:
             if not isinstance(out, tuple) or len(out) != 2:

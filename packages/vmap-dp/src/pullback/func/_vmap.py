@@ -6,13 +6,12 @@ import functools
 from typing import Any, Callable
 
 import pullback
-from pullback.dispatch import pop_mode, push_mode
 from pullback.tensor import Tensor
 
 from ._batch_rules._util import move_dim
 from ._batched import BatchedTensor, VmapMode, make_batched
 from ._errors import VmapError
-from ._levels import new_level
+from ._levels import new_level, run_at_level
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
 _RANDOMNESS = ("error", "same", "different")
@@ -102,13 +101,8 @@ def _run(func: Callable[..., Any], flat: list[Any], spec: Any, dims: list[Any], 
          out_dims: Any, randomness: str) -> Any:
     level = new_level("vmap")
     wrapped = [x if d is None else make_batched(x, d, level) for x, d in zip(flat, dims)]
-    mode = VmapMode(level, size, randomness)
-    push_mode(mode)
-    try:
-        out = func(*tree_unflatten(wrapped, spec))
-    finally:
-        pop_mode(mode)
-        level.alive = False
+    out = run_at_level(level, VmapMode(level, size, randomness), func,
+                       *tree_unflatten(wrapped, spec))
     leaves, out_spec = tree_flatten(out)
     targets = broadcast_prefix(out_dims, out, "vmap: out_dims")
     return tree_unflatten([_unwrap(o, d, level, size, i) for i, (o, d)
