@@ -208,3 +208,33 @@ def test_jacrev_of_vector_function_matches_torch() -> None:
     ours = jacrev(lambda z: pb.tanh(z) * z.sum())(pb.tensor(x))
     ref = torch.func.jacrev(lambda z: torch.tanh(z) * z.sum())(torch.tensor(x))
     np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-12)
+
+
+def test_vmap_of_jvp_batched_tangents() -> None:
+    rng = np.random.default_rng(5)
+    x = pb.tensor(rng.standard_normal(4))
+    tangents = pb.tensor(rng.standard_normal((6, 4)))
+    f = lambda z: pb.tanh(z) * z.sum()  # noqa: E731
+    batched = vmap(lambda t: jvp(f, (x,), (t,))[1])(tangents)
+    for i in range(6):
+        np.testing.assert_allclose(batched.numpy()[i], jvp(f, (x,), (tangents[i],))[1].numpy(),
+                                   rtol=1e-12)
+
+
+def test_linearize_matches_jvp_without_recomputing() -> None:
+    from pullback.func import linearize
+
+    x = pb.tensor([0.3, -0.7, 1.1], dtype="float64")
+    f = lambda z: pb.exp(z) * pb.sin(z).sum()  # noqa: E731
+    out, jvp_fn = linearize(f, x)
+    for seed in range(3):
+        t = pb.tensor(np.random.default_rng(seed).standard_normal(3))
+        np.testing.assert_allclose(jvp_fn(t).numpy(), jvp(f, (x,), (t,))[1].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.numpy(), f(x).numpy())
+
+
+def test_forward_over_forward_second_derivative() -> None:
+    x = pb.tensor([0.5, 1.5], dtype="float64")
+    one = pb.ones(2, dtype="float64")
+    second = jvp(lambda z: jvp(pb.sin, (z,), (one,))[1], (x,), (one,))[1]
+    np.testing.assert_allclose(second.numpy(), -np.sin(x.numpy()))
