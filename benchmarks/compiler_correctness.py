@@ -14,11 +14,11 @@ import numpy as np
 
 import pullback as pb
 import pullback.compiler as pc
-import pullback.nn.functional as F
 import pullback.optim as optim
 from _common import emit
+from compiler_gpt_step import gpt_training_step
+from compiler_mlp_step import mlp, mlp_training_step
 from gpt_step import BATCH, CONFIG
-from pullback import nn
 from pullback.gpt import GPT
 
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
@@ -27,38 +27,21 @@ TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 def gpt_run(dtype: str):
     pb.manual_seed(0)
     model = GPT(CONFIG).to(dtype)
-    opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     rng = np.random.default_rng(0)
     batches = [tuple(pb.tensor(rng.integers(0, CONFIG.vocab_size, (BATCH, CONFIG.block_size)))
                      for _ in range(2)) for _ in range(8)]
-
-    def step(x, y):
-        _, loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step, batches
+    opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    return gpt_training_step(model, opt), batches
 
 
 def mlp_run(dtype: str):
     pb.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10)).to(dtype)
-    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model = mlp().to(dtype)
     rng = np.random.default_rng(0)
     batches = [(pb.tensor(rng.standard_normal((128, 784)).astype(dtype)),
                 pb.tensor(rng.integers(0, 10, 128))) for _ in range(8)]
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step, batches
+    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return mlp_training_step(model, opt), batches
 
 
 def compare(name: str, make, dtype: str, steps: int) -> None:

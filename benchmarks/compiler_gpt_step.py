@@ -46,6 +46,19 @@ def compile_seconds(step, calls: int = 3) -> float:
     return max(first - calls * (time.perf_counter() - start), 0.0)
 
 
+def gpt_training_step(model, opt):
+    """The step of benchmarks/gpt_step.py: loss, zero_grad, backward, AdamW; returns the loss."""
+
+    def step(x, y):
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of 10 steps")
@@ -59,23 +72,13 @@ def main() -> None:
     y_np = rng.integers(0, CONFIG.vocab_size, (BATCH, CONFIG.block_size))
     x, y = pb.tensor(x_np), pb.tensor(y_np)
 
-    def pullback_step(model, opt):
-        def step(x, y):
-            _, loss = model(x, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return loss
-
-        return step
-
     pb.manual_seed(0)
     eager_model = GPT(CONFIG)
-    eager = pullback_step(eager_model, optim.AdamW(eager_model.parameters(), lr=1e-3,
+    eager = gpt_training_step(eager_model, optim.AdamW(eager_model.parameters(), lr=1e-3,
                                                    weight_decay=0.1))
     pb.manual_seed(0)
     model = GPT(CONFIG)
-    compiled = pc.compile(pullback_step(model, optim.AdamW(model.parameters(), lr=1e-3,
+    compiled = pc.compile(gpt_training_step(model, optim.AdamW(model.parameters(), lr=1e-3,
                                                            weight_decay=0.1)), fullgraph=True)
     pb_compile_s = compile_seconds(lambda: compiled(x, y))
     entry = compiled.entries[-1]

@@ -22,6 +22,25 @@ from compiler_gpt_step import _clock, compile_seconds
 from pullback import nn, optim
 
 
+def mlp() -> nn.Module:
+    """benchmarks/nn_mlp.py's model."""
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def mlp_training_step(model, opt):
+    """zero_grad, cross-entropy, backward, step; returns the loss."""
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
@@ -43,19 +62,9 @@ def main() -> None:
         return loss
 
     def pullback_step():
-        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                              nn.Linear(256, 10))
+        model = mlp()
         same_weights(model, t_model)
-        opt = optim.SGD(model.parameters(), lr=0.01)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return step
+        return mlp_training_step(model, optim.SGD(model.parameters(), lr=0.01))
 
     x, y = pullback.from_numpy(x_np), pullback.from_numpy(y_np)
     eager = pullback_step()

@@ -49,6 +49,17 @@ def classification_loss(model: nn.Module, x: pb.Tensor, y: pb.Tensor) -> pb.Tens
     return nn.functional.cross_entropy(out, y)
 
 
+def loss_and_backward(model: nn.Module) -> Callable[..., pb.Tensor]:
+    """The loss with its backward inside (gradients land in ``.grad``); returns the loss."""
+
+    def f(x: pb.Tensor, y: pb.Tensor) -> pb.Tensor:
+        loss = classification_loss(model, x, y)
+        loss.backward()
+        return loss
+
+    return f
+
+
 OPTIMIZERS: dict[str, Callable[[Any], optim.Optimizer]] = {
     "sgd": lambda ps: optim.SGD(ps, lr=0.05),
     "sgd_momentum": lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True,

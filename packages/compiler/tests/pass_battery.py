@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 import pullback as pb
-from compiler_battery import classification_loss, gpt, gpt_batch, mlp, mlp_batch
+from compiler_battery import gpt, gpt_batch, loss_and_backward, mlp, mlp_batch
 from pullback.compiler import Graph, trace
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e-30])
@@ -50,15 +50,6 @@ def _dead(x, w):
     return x + w
 
 
-def _loss_and_grads(model):
-    def f(x, y):
-        loss = classification_loss(model, x, y)
-        loss.backward()
-        return loss
-
-    return f
-
-
 def _cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], bool]]:
     """(name, function, inputs, with grad)."""
     x, w = special_floats((3, 4)), special_floats((3, 4), seed=1)
@@ -72,9 +63,9 @@ def _cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], bool]]:
         ("constants", _constants, (x, w), False),
         ("dead", _dead, (x, w), False),
         ("mlp_forward", mlp("float64"), (mlp_x,), False),
-        ("mlp_backward", _loss_and_grads(mlp("float64")), (mlp_x, mlp_y), True),
+        ("mlp_backward", loss_and_backward(mlp("float64")), (mlp_x, mlp_y), True),
         ("gpt_forward", gpt(), (tokens,), False),
-        ("gpt_backward", _loss_and_grads(gpt()), (tokens, targets), True),
+        ("gpt_backward", loss_and_backward(gpt()), (tokens, targets), True),
     ]
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import pullback as pb
 import pullback.nn as nn
-from compiler_battery import (OPTIMIZERS, classification_loss, gpt, gpt_batch, mlp, mlp_batch,
+from compiler_battery import (OPTIMIZERS, gpt, gpt_batch, loss_and_backward, mlp, mlp_batch,
                               training_step)
 from pullback.compiler import (CompileError, DataDependentError, GraphBreakWarning,
                                RecompileWarning, TraceError, compile)
@@ -65,16 +65,9 @@ def test_loss_and_backward_compiled_puts_gradients_in_grad():
     eager_model, compiled_model = _twins(mlp, "float64")
     x, y = mlp_batch("float64")
 
-    def loss_fn(model):
-        def f(x, y):
-            loss = classification_loss(model, x, y)
-            loss.backward()
-            return loss
-        return f
-
-    compiled = compile(loss_fn(compiled_model))
+    compiled = compile(loss_and_backward(compiled_model))
     for _ in range(3):  # gradients accumulate across calls, as in eager
-        eager = loss_fn(eager_model)(x, y)
+        eager = loss_and_backward(eager_model)(x, y)
         got = compiled(x, y)
         np.testing.assert_allclose(got.item(), eager.item(), rtol=1e-13)
     for p, q in zip(eager_model.parameters(), compiled_model.parameters()):

@@ -8,8 +8,8 @@ import pytest
 
 import pullback as pb
 import pullback.nn as nn
-from compiler_battery import (classification_loss, gpt, gpt_batch, mlp, mlp_batch,
-                              placeholder_values)
+from compiler_battery import (classification_loss, gpt, gpt_batch, loss_and_backward, mlp,
+                              mlp_batch, placeholder_values)
 from pullback.compiler import Graph, run_graph, to_dot, trace
 
 
@@ -64,12 +64,7 @@ def test_a_loss_with_backward_traces_its_gradient_ops_and_grads_land_in_the_grap
     model = mlp("float64")
     x, y = mlp_batch("float64")
 
-    def loss_and_grads(x, y):
-        loss = classification_loss(model, x, y)
-        loss.backward()
-        return loss
-
-    graph = trace(loss_and_grads, x, y)
+    graph = trace(loss_and_backward(model), x, y)
     ops = [n.op for n in graph.nodes]
     assert "nn.cross_entropy" in ops and "gelu_backward" in ops and "tanh_backward" in ops
     # first-order backward: the fused forward's saved softmax is reused, no recomputation

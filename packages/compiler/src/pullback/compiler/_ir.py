@@ -71,6 +71,18 @@ def _values_in(t: tuple[Any, ...]) -> Iterator[Value]:
             yield from _values_in(a)
 
 
+def resolve(x: Any, mapping: dict[Value, Any]) -> Any:
+    """A node argument with the values in ``mapping`` replaced (also inside tuples; chains
+    ``a -> b -> c`` followed)."""
+    if x.__class__ is Value:
+        while x in mapping:
+            x = mapping[x]
+        return x
+    if x.__class__ is tuple:
+        return tuple(resolve(e, mapping) for e in x)
+    return x
+
+
 def is_value(x: Any) -> bool:
     """Whether a node argument is a Value (else a Python number, ``None`` or a tuple)."""
     return x.__class__ is Value
@@ -236,21 +248,11 @@ class Graph:
         replacement instead (chains ``a -> b -> c`` are followed)."""
         if not mapping:
             return
-
-        def resolve(x: Any) -> Any:
-            if x.__class__ is Value:
-                while x in mapping:
-                    x = mapping[x]
-                return x
-            if x.__class__ is tuple:
-                return tuple(resolve(e) for e in x)
-            return x
-
         for node in self.nodes:
-            node.inputs = tuple(resolve(a) for a in node.inputs)
-        self.outputs = [resolve(v) for v in self.outputs]
-        self.mutations = [(ph, resolve(v)) for ph, v in self.mutations]
-        self.grads = [(ph, resolve(v)) for ph, v in self.grads]
+            node.inputs = tuple(resolve(a, mapping) for a in node.inputs)
+        self.outputs = [resolve(v, mapping) for v in self.outputs]
+        self.mutations = [(ph, resolve(v, mapping)) for ph, v in self.mutations]
+        self.grads = [(ph, resolve(v, mapping)) for ph, v in self.grads]
 
     def verify(self) -> None:
         """Check SSA form: every argument defined before use, every value defined once."""

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._ir import Graph, Node, Value
+from .._ir import Graph, Node, Value, resolve
 from ._registry import graph_pass
 
 Rule = Callable[[Node, Graph], Any]  # returns the replacement (a Value) or None
@@ -243,7 +243,7 @@ def algebraic_simplification(graph: Graph) -> Graph:
     kept = []
     for node in graph.nodes:
         if mapping:
-            node.inputs = tuple(_resolve(a, mapping) for a in node.inputs)
+            node.inputs = tuple(resolve(a, mapping) for a in node.inputs)
         replacement = None
         if len(node.outputs) == 1:
             for r in _rules_for(node.op):
@@ -258,13 +258,6 @@ def algebraic_simplification(graph: Graph) -> Graph:
     graph.substitute(mapping)
     return graph
 
-
-def _resolve(x: Any, mapping: dict[Value, Value]) -> Any:
-    if x.__class__ is Value:
-        return mapping.get(x, x)
-    if x.__class__ is tuple:
-        return tuple(_resolve(e, mapping) for e in x)
-    return x
 
 
 def rewrite_table() -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._ir import Graph, Value
+from .._ir import Graph, Value, resolve
 from ._registry import graph_pass
 
 
@@ -48,7 +48,7 @@ def common_subexpression_elimination(graph: Graph) -> Graph:
     kept = []
     for node in graph.nodes:
         if mapping:
-            node.inputs = tuple(_resolve(a, mapping) for a in node.inputs)
+            node.inputs = tuple(resolve(a, mapping) for a in node.inputs)
         key = (node.op, freeze(node.inputs), freeze(node.attrs), len(node.outputs))
         first = seen.get(key)
         if first is None:
@@ -60,10 +60,3 @@ def common_subexpression_elimination(graph: Graph) -> Graph:
     graph.substitute(mapping)
     return graph
 
-
-def _resolve(x: Any, mapping: dict[Value, Value]) -> Any:
-    if x.__class__ is Value:
-        return mapping.get(x, x)
-    if x.__class__ is tuple:
-        return tuple(_resolve(e, mapping) for e in x)
-    return x
