@@ -12,8 +12,8 @@ import pullback as pb
 import pullback.nn as nn
 from compiler_battery import (OPTIMIZERS, gpt, gpt_batch, loss_and_backward, mlp, mlp_batch,
                               training_step)
-from pullback.compiler import (CompileError, DataDependentError, GraphBreakWarning,
-                               RecompileWarning, TraceError, compile)
+from pullback.compiler import (DataDependentError, GraphBreakWarning, RecompileWarning,
+                               TraceError, compile)
 
 
 def _twins(make, dtype):
@@ -93,9 +93,9 @@ def test_grad_mode_is_guarded():
     f = compile(lambda x: model(x).sum())
     with pb.no_grad():
         f(x)
-    with pytest.warns(GraphBreakWarning, match="outputs still need backward"):
-        out = f(x)  # grad enabled: a new trace, whose output must stay differentiable
+    out = f(x)  # grad enabled: a new trace, whose output stays differentiable
     assert f.traces == 2 and out.requires_grad
+    assert f.entries[0].aot is None and f.entries[1].aot is not None
 
 
 def test_the_cache_limit_runs_new_kinds_eagerly_with_one_warning():
@@ -163,10 +163,64 @@ def test_an_in_place_write_the_tracer_cannot_see_is_an_error_not_a_stale_value()
         compile(f, fullgraph=True)(pb.ones(2))
 
 
-def test_outputs_that_still_need_backward_are_refused_with_fullgraph():
-    model = mlp()
-    with pytest.raises(CompileError, match="need backward"):
-        compile(model, fullgraph=True)(mlp_batch()[0])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_compiled_module_trains_in_an_eager_loop(dtype):
+    """compile(model), with the loss and backward outside: AOT's forward/backward partition."""
+    import pullback.optim as optim
+
+    eager_model, compiled_model = _twins(mlp, dtype)
+    compiled = compile(compiled_model, fullgraph=True)
+    opts = [optim.Adam(m.parameters(), lr=1e-2) for m in (eager_model, compiled_model)]
+    rtol = 1e-12 if dtype == "float64" else 1e-5
+    for i in range(6):
+        x, y = mlp_batch(dtype, seed=i)
+        losses = []
+        for forward, opt in ((eager_model, opts[0]), (compiled, opts[1])):
+            loss = nn.functional.cross_entropy(forward(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=rtol)
+    assert all(e.aot is not None for e in compiled.entries)
+    for p, q in zip(eager_model.parameters(), compiled_model.parameters()):
+        np.testing.assert_allclose(q.array, p.array, rtol=rtol, atol=rtol)
+
+
+def test_a_compiled_forward_accumulates_gradients_and_into_inputs_too():
+    model = mlp("float64")
+    x = pb.randn(4, 6, dtype="float64", requires_grad=True)
+    compiled = compile(model)
+    reference = model(x).square().sum()
+    reference.backward()
+    expected_x, expected_w = x.grad.array.copy(), model[0].weight.grad.array.copy()
+    for p in model.parameters():
+        p.grad = None
+    x.grad = None
+    compiled(x)  # the traced call
+    for _ in range(2):
+        compiled(x).square().sum().backward()
+    np.testing.assert_allclose(x.grad.array, 2 * expected_x, rtol=1e-12)
+    np.testing.assert_allclose(model[0].weight.grad.array, 2 * expected_w, rtol=1e-12)
+
+
+def test_a_compiled_forward_refuses_a_second_backward_and_stale_weights():
+    from pullback.errors import AutogradError
+
+    model = mlp("float64")
+    compiled = compile(model)
+    x, _ = mlp_batch("float64")
+    compiled(x)
+    compiled(x)
+    loss = compiled(x).sum()
+    loss.backward()
+    with pytest.raises(AutogradError, match="second time"):
+        loss.backward()
+    loss = compiled(x).sum()
+    with pb.no_grad():
+        model[0].weight.mul_(2.0)  # changed between forward and backward
+    with pytest.raises(AutogradError, match="modified in place"):
+        loss.backward()
 
 
 def test_a_module_compiles_and_keeps_reading_its_current_parameters():

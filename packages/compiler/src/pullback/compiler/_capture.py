@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from pullback.tensor import Tensor
 
+from ._aot import Joint, trace_backward
 from ._discover import Discovered, discover
 from ._ir import Graph, Placeholder, Value
 from ._pytree import flatten
@@ -28,7 +29,7 @@ class Trace:
     regions: list[Region] = field(default_factory=list)
     result: Any = None  # what the traced (eager) call returned
     broken: str | None = None  # why the call could not be captured (fullgraph=False)
-    outputs_require_grad: bool = False
+    joint: Joint | None = None  # the outputs' backward, when they are differentiated later
 
 
 def run_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -56,8 +57,10 @@ def _finish(trace: Trace, tracer: Tracer, inputs: list[Tensor], result: Any) -> 
     graph = trace.graph
     out_tensors, graph.output_tree = flatten(result)
     graph.outputs = [tracer.value_of(t) for t in out_tensors]
-    # an output whose graph a backward has not consumed: eager autograd would go on through it
-    trace.outputs_require_grad = any(_has_live_graph(t) for t in out_tensors)
+    # an output whose graph no backward consumed: eager autograd would go on through it, so
+    # its backward is traced too (a compiled forward, differentiated later)
+    if any(_has_live_graph(t) for t in out_tensors):
+        trace.joint = trace_backward(tracer, out_tensors, inputs)
     dead = _constants_from_dead_captures(graph, tracer)
     by_input = {id(t): i for i, t in enumerate(inputs)}
     for ph in list(graph.placeholders):

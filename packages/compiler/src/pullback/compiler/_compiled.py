@@ -22,12 +22,13 @@ import numpy as np
 from pullback.dispatch import state
 from pullback.tensor import Tensor
 
+from ._aot import AotProgram, partition
 from ._capture import Trace, run_traced
 from ._discover import Discovered, discover
 from ._executor import Program, lower
 from ._ir import Graph
 from ._pytree import flatten, static_key, unflatten
-from .errors import CompileError, GraphBreakWarning, RecompileWarning
+from .errors import GraphBreakWarning, RecompileWarning
 
 logger = logging.getLogger("pullback.compiler")
 
@@ -44,6 +45,7 @@ class CompiledEntry:
     program: Program | None
     report: list[dict[str, Any]] = field(default_factory=list)
     times: dict[str, float] = field(default_factory=dict)
+    aot: AotProgram | None = None  # outputs differentiated later: forward and backward
 
     @property
     def traced_graph(self) -> Graph:
@@ -59,7 +61,8 @@ class CompiledEntry:
                     return False
         return True
 
-    def call(self, flat: list[Tensor]) -> Any:
+    def read_inputs(self, flat: list[Tensor]) -> list[Any]:
+        """What each placeholder reads now (runtime scalars from the optimizers' Python)."""
         graph = self.graph
         inputs = []
         for ph in graph.placeholders:
@@ -77,15 +80,36 @@ class CompiledEntry:
             for i, ph in enumerate(graph.placeholders):
                 if ph.kind == "scalar":
                     inputs[i] = scalars[ph.source]
-        results = self.program.run(inputs)  # type: ignore[union-attr]
-        return self._write_results(flat, results)
+        return inputs
 
-    def _write_results(self, flat: list[Tensor], results: list[Any]) -> Any:
+    def call(self, flat: list[Tensor]) -> Any:
+        inputs = self.read_inputs(flat)
+        aot = self.aot
+        if aot is None:
+            results = self.program.run(inputs)  # type: ignore[union-attr]
+            return unflatten(self.graph.output_tree, self._write_results(flat, results))
+        joint = aot.joint
+        leaves = [flat[ph.position] if ph.kind == "input" else ph.source  # type: ignore[index]
+                  for ph in joint.leaves]
+        n = len(aot.partition.saved)
+        outputs = [v for v in self.graph.outputs[:aot.partition.n_outputs]]
+
+        def write(results: list[Any]) -> tuple[list[Any], list[Any]]:
+            k = sum(v is not None for v in outputs)
+            saved = results[k:k + n]
+            return self._write_results(flat, results[:k] + results[k + n:], outputs), saved
+
+        device = flat[0].device if flat else _device_of(self.graph)
+        return unflatten(self.graph.output_tree, list(aot.run(leaves, inputs, device, write)))
+
+    def _write_results(self, flat: list[Tensor], results: list[Any],
+                       outputs: list[Any] | None = None) -> list[Any]:
+        """The output Tensors (flat), after writing mutations back and setting ``.grad``."""
         graph = self.graph
         device = flat[0].device if flat else _device_of(graph)
         k = 0
         outs = []
-        for v in graph.outputs:
+        for v in graph.outputs if outputs is None else outputs:
             outs.append(None if v is None else Tensor._wrap(results[k], device))
             k += v is not None
         for ph, _ in graph.mutations:
@@ -110,7 +134,7 @@ class CompiledEntry:
                 g = g.copy()
             handed.add(id(g))
             target.grad = Tensor._wrap(g, target.device)
-        return unflatten(graph.output_tree, outs)
+        return outs
 
 
 def _device_of(graph: Graph) -> Any:
@@ -215,12 +239,6 @@ class CompiledFunction:
         traced = time.perf_counter()
         self.traces += 1
         self._keys.append(key)
-        if trace.broken is None and trace.outputs_require_grad:
-            trace.broken = ("its outputs still need backward (they carry an autograd graph); "
-                            "compile the whole step (call backward inside), or run it under "
-                            "pullback.no_grad() for inference")
-            if self.fullgraph:
-                raise CompileError(f"compile({self.__name__}, fullgraph=True): {trace.broken}")
         if trace.broken is not None:
             self._cache[key] = None
             self._warn_once("break", GraphBreakWarning(
@@ -228,12 +246,23 @@ class CompiledFunction:
             return trace.result
         from .passes import optimize
 
-        graph, report = optimize(trace.graph, self.passes)
-        optimized = time.perf_counter()
-        program = lower(graph)
+        aot = None
+        if trace.joint is not None:
+            cut = partition(trace.graph, trace.joint)
+            graph, report = optimize(cut.forward, self.passes)
+            backward, backward_report = optimize(cut.backward, self.passes)
+            report += [{**r, "graph": "backward"} for r in backward_report]
+            optimized = time.perf_counter()
+            program = lower(graph)
+            aot = AotProgram(cut, trace.joint, program, lower(backward), backward)
+        else:
+            graph, report = optimize(trace.graph, self.passes)
+            optimized = time.perf_counter()
+            program = lower(graph)
         done = time.perf_counter()
         self._cache[key] = CompiledEntry(trace, graph, program, report, {
-            "trace_s": traced - start, "optimize_s": optimized - traced, "lower_s": done - optimized})
+            "trace_s": traced - start, "optimize_s": optimized - traced, "lower_s": done - optimized},
+            aot)
         return trace.result
 
     def _reason(self, key: Any) -> str:

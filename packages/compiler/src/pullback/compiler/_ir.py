@@ -22,7 +22,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-PLACEHOLDER_KINDS = ("input", "param", "buffer", "captured", "grad", "array", "scalar")
+PLACEHOLDER_KINDS = ("input", "param", "buffer", "captured", "grad", "array", "scalar",
+                     "tangent", "saved")
 
 
 class Value:
@@ -137,10 +138,11 @@ class Placeholder:
             ``"param"``/``"buffer"`` (a module's, named by its path), ``"captured"`` (any
             other Tensor the function used, read live at each call), ``"grad"`` (the
             ``.grad`` a call finds on ``source``, when the function accumulates into it),
-            ``"array"`` (a backend
-            array an optimizer updates in place, e.g. its ``exp_avg``) or ``"scalar"`` (a
-            Python number an optimizer's update computes at each call).
-        name: a readable name (``"x0"``, ``"fc1.weight"``, ``"adamw.exp_avg[3]"``...).
+            ``"array"`` (a backend array an optimizer updates in place, e.g. its
+            ``exp_avg``), ``"scalar"`` (a Python number an optimizer's update computes at each
+            call); in a compiled forward's backward graph, ``"tangent"`` (the gradient of the
+            output ``position``) and ``"saved"`` (the forward's value ``position``).
+        name: a readable name (``"x0"``, ``"fc1.weight"``, ``"AdamW.state[fc1.weight].exp_avg"``).
         value: the Value it defines.
         source: the Tensor (params, buffers, captured), the array (kind ``"array"``), or the
             scalar's slot number; ``None`` for positional inputs.
