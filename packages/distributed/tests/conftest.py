@@ -4,6 +4,7 @@ next to this Python, or one on PATH)."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,10 +31,16 @@ def launch():
         pytest.skip("no mpiexec: pip install mpich (or load your cluster's MPI)")
 
     def run(n: int, scenario: str, *args: str, flags: tuple[str, ...] = (),
-            timeout: float = 240) -> subprocess.CompletedProcess:
+            timeout: float = 240, survive_launcher: bool = False) -> subprocess.CompletedProcess:
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        return subprocess.run([exe, *flags, "-n", str(n), sys.executable, str(SCENARIOS), scenario,
-                               *args], capture_output=True, text=True, timeout=timeout, env=env)
+        command = [sys.executable, str(SCENARIOS), scenario, *args]
+        if survive_launcher:
+            # Each rank under a shell that outlives it: when a rank is killed, MPICH's launcher
+            # does not tear the others down (as on clusters whose launchers do not), so only
+            # pullback's own timeout can end the survivors' wait.
+            command = ["bash", "-c", shlex.join(command) + "; exit 0"]
+        return subprocess.run([exe, *flags, "-n", str(n), *command], capture_output=True,
+                              text=True, timeout=timeout, env=env)
 
     return run
 

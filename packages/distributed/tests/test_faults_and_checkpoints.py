@@ -1,0 +1,77 @@
+"""A rank that dies makes the others fail within the timeout, naming it; checkpoints are written
+by rank 0 and resume on another world size; the sampler shards as torch's does."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from distributed_support import rank_results
+
+
+def test_a_dead_rank_is_named_within_the_timeout(launch):
+    result = launch(2, "dead_rank", "3", flags=("-disable-auto-cleanup",), timeout=120,
+                    survive_launcher=True)
+    reports = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", result.stdout)]
+    survivor = next(r for r in reports if r["rank"] == 0)
+    assert "rank 1 has died" in survivor["error"], survivor
+    assert 3.0 <= survivor["seconds"] < 20.0, survivor
+    assert "DistributedTimeoutError" in result.stderr
+
+
+@pytest.mark.parametrize("resume_on", [1, 4])
+def test_a_checkpoint_resumes_on_another_world_size(launch, tmp_path, resume_on):
+    path = str(tmp_path / "ckpt.safetensors")
+    rank_results(launch(2, "checkpoint", "first", path, "3"), 2)
+    rank_results(launch(resume_on, "checkpoint", "resume", path, "2"), resume_on)
+    reference = str(tmp_path / "reference.safetensors")
+    rank_results(launch(1, "checkpoint", "first", reference, "5"), 1)
+    import pullback
+
+    ours, ref = pullback.load(path), pullback.load(reference)
+    assert ours["step"] == ref["step"] == 5
+    for name, value in ref["model"].items():
+        np.testing.assert_allclose(ours["model"][name].numpy(), value.numpy(), rtol=1e-12,
+                                   atol=1e-14, err_msg=name)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not leftovers, leftovers
+
+
+@pytest.mark.parametrize("n, replicas, drop_last", [(10, 3, False), (10, 3, True), (8, 4, False),
+                                                     (5, 8, False)])
+def test_sampler_shards_like_torch(n, replicas, drop_last):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+
+    from pullback.distributed import DistributedSampler
+
+    data = list(range(n))
+    for rank in range(replicas):
+        ours = DistributedSampler(data, replicas, rank, shuffle=False, drop_last=drop_last)
+        theirs = TorchSampler(data, replicas, rank, shuffle=False, drop_last=drop_last)
+        assert list(ours) == list(theirs) and len(ours) == len(theirs)
+    del torch
+
+
+def test_shuffled_shards_are_disjoint_and_change_with_the_epoch():
+    from pullback.distributed import DistributedSampler
+
+    shards = [DistributedSampler(range(20), 4, r, seed=3) for r in range(4)]
+    first = [list(s) for s in shards]
+    assert sorted(i for s in first for i in s) == list(range(20))
+    for s in shards:
+        s.set_epoch(1)
+    assert [list(s) for s in shards] != first
+
+
+def test_errors_before_init_and_for_bad_arguments():
+    from pullback import distributed as dist
+
+    with pytest.raises(dist.DistributedError, match="init_process_group"):
+        dist.get_rank()
+    with pytest.raises(ValueError, match="backend"):
+        dist.init_process_group("gloo")
+    with pytest.raises(ValueError, match="rank 5"):
+        dist.DistributedSampler(range(4), num_replicas=2, rank=5)
