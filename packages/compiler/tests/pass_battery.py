@@ -86,3 +86,19 @@ def assert_identical(a: Any, b: Any, where: str) -> None:
     np.testing.assert_array_equal(a, b, err_msg=where)
     if a.dtype.kind == "f":
         np.testing.assert_array_equal(np.signbit(a), np.signbit(b), err_msg=where + " (signs)")
+
+
+def tolerance(dtype: np.dtype) -> tuple[float, float]:
+    """(rtol, atol) of the fused loops (per op: see pullback.compiler.passes.fusion)."""
+    return (2e-6, 1e-30) if dtype == np.float32 else (1e-13, 1e-300)
+
+
+def assert_close(a: Any, b: Any, where: str) -> None:
+    """Within the fused loops' tolerance (NaN where NaN; integers and booleans exactly)."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, where
+    if a.dtype.kind != "f":
+        np.testing.assert_array_equal(a, b, err_msg=where)
+        return
+    rtol, atol = tolerance(a.dtype)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)

@@ -9,7 +9,7 @@ import pytest
 
 import pullback as pb
 from compiler_battery import placeholder_values
-from pass_battery import CASES, assert_identical, special_floats, traced
+from pass_battery import CASES, assert_close, assert_identical, special_floats, traced
 from pullback import native
 from pullback.compiler import optimize, run_graph, trace
 from pullback.compiler._c_rules import C_SCALAR_RULES
@@ -20,27 +20,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN and inf
 FUSION = ["fuse_elementwise", "dce"]
 
 
-def _tolerance(dtype):
-    return (2e-6, 1e-30) if dtype == np.float32 else (1e-13, 1e-300)
-
-
-def _close(a, b, where):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype and a.shape == b.shape, where
-    if a.dtype.kind != "f":
-        np.testing.assert_array_equal(a, b, err_msg=where)
-        return
-    rtol, atol = _tolerance(a.dtype)
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fused_graphs_agree_with_the_unfused_ones(case):
     graph, inputs = traced(case)
     values = placeholder_values(graph, inputs)
     fused, report = optimize(graph, FUSION)
     for i, (a, b) in enumerate(zip(run_graph(graph, *values), run_graph(fused, *values))):
-        _close(a, b, f"{case}: result {i}")
+        assert_close(a, b, f"{case}: result {i}")
 
 
 def _graph(fn, *inputs):
@@ -69,7 +55,7 @@ def test_broadcast_rows_columns_and_single_elements_are_read_in_place():
     kernel = node.attrs["kernel"]
     assert sorted(kernel.input_kinds) == ["col", "full", "one", "row"]
     args = [t.array for t in (x, bias, per_row, one)]
-    _close(run_graph(graph, *args)[0], run_graph(optimize(graph, FUSION)[0], *args)[0], "bcast")
+    assert_close(run_graph(graph, *args)[0], run_graph(optimize(graph, FUSION)[0], *args)[0], "bcast")
 
 
 def test_a_trailing_sum_folds_into_the_loop():
@@ -78,7 +64,7 @@ def test_a_trailing_sum_folds_into_the_loop():
     (node,) = _fused_nodes(graph)
     assert node.attrs["kernel"].reduce_from == 1
     fused = optimize(graph, FUSION)[0]
-    _close(run_graph(graph, x.array, w.array)[0], run_graph(fused, x.array, w.array)[0], "sum")
+    assert_close(run_graph(graph, x.array, w.array)[0], run_graph(fused, x.array, w.array)[0], "sum")
 
 
 def test_a_sum_whose_chain_is_read_elsewhere_is_not_folded():
@@ -110,7 +96,7 @@ def test_a_backward_loop_recomputes_its_forward_instead_of_reading_every_value()
     loops = [n for n in fused.nodes if n.op == FUSED_OP]
     assert max(len(n.inputs) for n in loops) <= 3  # not the 20 activations
     for i, (a, b) in enumerate(zip(run_graph(graph, x.array), run_graph(fused, x.array))):
-        _close(a, b, f"result {i}")
+        assert_close(a, b, f"result {i}")
 
 
 def test_the_numpy_fallback_is_the_unfused_computation_exactly(monkeypatch):
@@ -158,7 +144,7 @@ def test_every_c_rule_matches_its_ops_kernel(op):
     arrays = [a.array for a in args]
     fused = optimize(graph, FUSION)[0]
     assert [n.op for n in fused.nodes] == [FUSED_OP]
-    _close(run_graph(graph, *arrays)[0], run_graph(fused, *arrays)[0], op)
+    assert_close(run_graph(graph, *arrays)[0], run_graph(fused, *arrays)[0], op)
 
 
 FULL = ["fuse_elementwise", "dce", "matmul_epilogue", "write_in_place"]
@@ -173,7 +159,7 @@ def test_epilogues_and_in_place_writes_keep_the_fused_results(case):
     copies = [np.copy(v) if isinstance(v, np.ndarray) else v for v in values]
     # an epilogue turns a lone activation into a C loop: the fused tolerance applies
     for i, (a, b) in enumerate(zip(run_graph(fused, *values), run_graph(full, *copies))):
-        _close(a, b, f"{case}: result {i}")
+        assert_close(a, b, f"{case}: result {i}")
 
 
 def test_linear_bias_and_activation_become_one_epilogue_writing_into_the_product():
@@ -190,7 +176,7 @@ def test_linear_bias_and_activation_become_one_epilogue_writing_into_the_product
         assert node.inputs[2] is None and kernel.ops[0].op == "add"  # the bias is in the loop
         assert kernel.out_into == {0: node.attrs["at"]}
     values = placeholder_values(graph, [x])
-    _close(run_graph(graph, *values)[0], run_graph(full, *values)[0], "epilogue")
+    assert_close(run_graph(graph, *values)[0], run_graph(full, *values)[0], "epilogue")
 
 
 def test_a_product_read_by_backward_keeps_its_own_buffer():

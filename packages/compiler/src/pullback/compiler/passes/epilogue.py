@@ -36,7 +36,7 @@ def _as_fused(node: Node, users: dict[Value, list[Node]], results: set[Value]) -
     return _fused_node(group, users, results) if group.splits else None
 
 
-@graph_pass("matmul_epilogue")
+@graph_pass("matmul_epilogue", exact=False)
 def matmul_epilogue(graph: Graph) -> Graph:
     """Run each product's only elementwise consumer in the product's buffer."""
     users = graph.users()

@@ -165,7 +165,7 @@ def _node_splits(node: Node) -> set[int | None]:
     return splits
 
 
-@graph_pass("fuse_elementwise")
+@graph_pass("fuse_elementwise", exact=False)
 def fuse_elementwise(graph: Graph) -> Graph:
     """Fuse elementwise chains (and a trailing sum of one) into generated C loops.
 
