@@ -133,7 +133,7 @@ class RecordingNamespace(_UpdateNamespace):
             if kind == "a":
                 inputs.append(tracer.array_value(a, owner=self._region.owner))
             elif _is_number(a):
-                inputs.append(self._scalar(a))
+                inputs.append(self._scalar())
             else:
                 raise TraceError(f"xp.{name} got {type(a).__name__}, not an array or a number")
         if name == "copyto":
@@ -158,8 +158,8 @@ class RecordingNamespace(_UpdateNamespace):
         self._region.calls.append(Call(name, pattern, tuple(fixed), persistent))
         return result
 
-    def _scalar(self, number: Any) -> Value:
-        ph = self._tracer.scalar_placeholder(number, len(self._region.scalars))
+    def _scalar(self) -> Value:
+        ph = self._tracer.scalar_placeholder()
         self._region.scalars.append(ph)
         return ph.value
 

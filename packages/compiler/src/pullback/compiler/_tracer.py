@@ -151,7 +151,8 @@ class Tracer(DispatchMode):
         known = self.known.get(id(param))
         return known[1] if known is not None else "?"
 
-    def scalar_placeholder(self, number: Any, index: int) -> Placeholder:
+    def scalar_placeholder(self) -> Placeholder:
+        """A new runtime-number placeholder (an optimizer's step size), numbered in order."""
         ph = self.graph.add_placeholder("scalar", f"scalar{self._scalar_slots}", (),
                                         np.float64, source=self._scalar_slots)
         self._scalar_slots += 1
