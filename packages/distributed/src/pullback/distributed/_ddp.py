@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from typing import Any, Iterator
 
 import pullback
@@ -83,6 +84,11 @@ class DistributedDataParallel(nn.Module):
 
     ``module.parameters()`` are the optimizer's, as in PyTorch; ``state_dict()`` has the
     ``module.`` prefix. ``no_sync()`` skips the reduction (gradient accumulation).
+
+    Attributes:
+        comm_seconds: time spent in communication calls so far (starting reductions, and
+            waiting at the end of backward for those still running): the part of each step
+            that overlapping did not hide.
     """
 
     def __init__(self, module: nn.Module, bucket_cap_mb: float = 25.0,
@@ -112,6 +118,7 @@ class DistributedDataParallel(nn.Module):
         self._bucket_of = {id(p): i for i, b in enumerate(self._buckets) for p in b.params}
         self._handles = [p.register_post_accumulate_grad_hook(self._on_gradient) for _, p in named]
         self._reduction: _Reduction | None = None
+        self.comm_seconds = 0.0
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -149,10 +156,12 @@ class DistributedDataParallel(nn.Module):
         if id(param) not in r.ready:
             r.ready.add(id(param))
             r.pending[i] -= 1
+        start = time.perf_counter()
         self._launch_ready(r)
         for req in r.requests:  # let MPI progress the reductions already under way
             if req is not None:
                 req.test()
+        self.comm_seconds += time.perf_counter() - start
 
     def _launch_ready(self, r: _Reduction) -> None:
         impl = self._group.impl("DistributedDataParallel")
@@ -180,9 +189,11 @@ class DistributedDataParallel(nn.Module):
             self._buckets[i].buffer[start:stop] = 0
             r.ready.add(id(p))
             r.pending[i] -= 1
+        start = time.perf_counter()
         self._launch_ready(r)
         self._group.wait([req for req in r.requests if req is not None],
                          "DistributedDataParallel's gradient all_reduce")
+        self.comm_seconds += time.perf_counter() - start
         for bucket in self._buckets:
             for p in bucket.params:
                 start, stop = bucket.offsets[id(p)]
