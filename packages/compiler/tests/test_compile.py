@@ -233,3 +233,13 @@ def test_a_module_compiles_and_keeps_reading_its_current_parameters():
             p.array *= 0.5  # a change made outside: read at the next call
         # the fused loops' tanh and GELU are the C library's: within an ulp or two of NumPy's
         np.testing.assert_allclose(compiled(x).array, model(x).array, rtol=2e-6, atol=1e-7)
+
+
+def test_a_compiled_module_still_answers_for_its_module():
+    model = mlp()
+    compiled = compile(model)
+    assert list(compiled.parameters()) == list(model.parameters())
+    compiled.eval()
+    assert not model.training
+    with pytest.raises(AttributeError):
+        compiled.no_such_attribute  # noqa: B018

@@ -187,6 +187,13 @@ class CompiledFunction:
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
 
+    def __getattr__(self, name: str) -> Any:
+        # a compiled Module still answers for its parameters, state_dict, train()... (as
+        # torch.compile's OptimizedModule does)
+        if name.startswith("__") or "_fn" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["_fn"], name)
+
     @property
     def entries(self) -> list[CompiledEntry]:
         return [e for e in self._cache.values() if e is not None]
@@ -199,7 +206,7 @@ class CompiledFunction:
             tuple((t.array.shape, t.array.dtype, t.device, t._requires_grad, t.grad is None)
                   for t in flat),
             (state.grad_enabled, state.inference),
-            tuple((t.array.shape, t.array.dtype, t._requires_grad, t.grad is None)
+            tuple((t.array.shape, t.array.dtype, t.device, t._requires_grad, t.grad is None)
                   for _, _, t in found.tensors.values()),
             found.training_flags(),
             found.optimizer_structure(),
