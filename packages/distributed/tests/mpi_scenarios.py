@@ -217,6 +217,23 @@ def checkpoint(phase: str, path: str, steps: str) -> None:
     print(json.dumps({"rank": rank, "ok": True}), flush=True)
 
 
+def nccl_collectives() -> None:
+    """all_reduce, broadcast and all_gather of CUDA tensors through NCCL (one GPU per rank)."""
+    dist.init_process_group("nccl", timeout=60)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    t = pullback.full((5,), float(rank + 1), device=f"cuda:{rank}")
+    dist.all_reduce(t, op="sum")
+    np.testing.assert_allclose(t.numpy(), np.full(5, size * (size + 1) / 2))
+    b = pullback.full((3,), float(rank), device=f"cuda:{rank}")
+    dist.broadcast(b, src=0)
+    np.testing.assert_array_equal(b.numpy(), np.zeros(3))
+    out = [pullback.zeros(2, device=f"cuda:{rank}") for _ in range(size)]
+    dist.all_gather(out, pullback.full((2,), float(rank), device=f"cuda:{rank}"))
+    for r in range(size):
+        np.testing.assert_array_equal(out[r].numpy(), np.full(2, float(r)))
+    print(json.dumps({"rank": rank, "ok": True}), flush=True)
+
+
 if __name__ == "__main__":
     scenario, *args = sys.argv[1:]
     try:
