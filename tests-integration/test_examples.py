@@ -40,8 +40,13 @@ def help_text(script: Path) -> str:
     return result.stdout
 
 
-def test_there_are_examples() -> None:
+def test_there_are_examples_and_the_readme_lists_each_one() -> None:
     assert len(SCRIPTS) >= 7, [p.name for p in SCRIPTS]
+    readme = (EXAMPLES / "README.md").read_text()
+    rows = set(re.findall(r"^\| `([\w.]+\.py)` \|", readme, re.MULTILINE))
+    scripts = {p.name for p in SCRIPTS}
+    assert not scripts - rows, f"add a row for each of these to examples/README.md: {scripts - rows}"
+    assert not rows - scripts, f"examples/README.md lists examples that are gone: {rows - scripts}"
 
 
 def options(script: Path) -> set[str]:
