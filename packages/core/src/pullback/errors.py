@@ -14,7 +14,11 @@ UnsupportedDTypeError      an op that has no kernel for a dtype        DTypeErro
 ArgumentError              an argument value an op does not accept     ValueError, RuntimeError
 UnsupportedError           a mode or feature that is not implemented   ArgumentError,
                                                                        NotImplementedError
-IndexOutOfRangeError       an index outside the axis it indexes        IndexError
+IndexOutOfRangeError       an index outside the axis it indexes        IndexError, RuntimeError
+IndexDTypeError            an index tensor that is not integer or bool DTypeError, IndexError
+IndexShapeError            an index tensor of a shape the op refuses   ShapeError, IndexError
+DivisionByZeroError        integer division by zero                    ZeroDivisionError,
+                                                                       RuntimeError
 DeviceError                tensors on different or unknown devices     RuntimeError
 AutogradError              misuse of autograd                          RuntimeError
 =========================  ==========================================  ==========================
@@ -63,8 +67,17 @@ class DeviceError(PullbackError, RuntimeError):
     """Tensors on different devices, or a device that is unknown or unavailable."""
 
 
-class IndexOutOfRangeError(PullbackError, IndexError):
-    """An index outside the size of the axis it indexes."""
+class IndexOutOfRangeError(PullbackError, IndexError, RuntimeError):
+    """An index outside the size of the axis it indexes (PyTorch raises IndexError from
+    ``x[i]`` and RuntimeError from gather, scatter and one_hot: this is both)."""
+
+
+class IndexDTypeError(DTypeError, IndexError):
+    """An index tensor that is neither integer nor bool (PyTorch: IndexError)."""
+
+
+class IndexShapeError(ShapeError, IndexError):
+    """An index tensor of a shape the op refuses (``index_select`` wants a vector)."""
 
 
 class AutogradError(PullbackError, RuntimeError):

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ..dispatch import apply
 from ..dtypes import bfloat16, is_floating
-from ..errors import ArgumentError
+from ..errors import ArgumentError, UnsupportedDTypeError
 from ..promotion import COMMON, FLOAT, Promotion
 from ..registry import Op
 from ._declare import declare
@@ -67,8 +69,26 @@ SUB = declare(Op("sub", _binary_kernel("subtract"), save_inputs=False, promotion
 MUL = declare(Op("mul", _binary_kernel("multiply"), promotion=COMMON, doc="x * y"))
 DIV = declare(Op("div", _binary_kernel("true_divide"), save_output=True, promotion=FLOAT,
                  doc="x / y"))
-POW = declare(Op("pow", _binary_kernel("power"), save_output=True, promotion=COMMON,
-                 doc="x ** y"))
+def _pow_kernel(xp: Any) -> Any:
+    power = _binary_kernel("power")(xp)
+
+    def pow(x: Any, y: Any) -> Any:  # noqa: A001
+        # PyTorch: a bool tensor to a Python bool stays bool; other bool ** bool is refused
+        # (NumPy computes it in int8).
+        if getattr(x, "dtype", None) is _BOOL and (y.__class__ is bool or getattr(
+                y, "dtype", None) is _BOOL):
+            if y.__class__ is bool:
+                return x.copy() if y else xp.ones_like(x)
+            raise UnsupportedDTypeError("pow: not implemented for bool operands")
+        if x.__class__ is bool and getattr(y, "dtype", None) is _BOOL:
+            raise UnsupportedDTypeError("pow: not implemented for bool operands")
+        return power(x, y)
+
+    return pow
+
+
+_BOOL = np.dtype(bool)
+POW = declare(Op("pow", _pow_kernel, save_output=True, promotion=COMMON, doc="x ** y"))
 MAXIMUM = declare(Op("maximum", _binary_kernel("maximum"), promotion=COMMON,
                      doc="elementwise max"))
 MINIMUM = declare(Op("minimum", _binary_kernel("minimum"), promotion=COMMON,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..dispatch import apply
-from ..errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..errors import DTypeError, IndexOutOfRangeError, IndexShapeError, ShapeError
 from ..promotion import Promotion
 from ..registry import Op
 from ._axes import normalize_axes
@@ -224,7 +224,7 @@ def index_select(x: Any, axis: int, index: Any) -> Any:
     index = _as_index_tensor(x, index)
     _check_index("index_select", index)
     if index.ndim != 1:
-        raise ShapeError(f"index_select: index must be 1-D, got shape {tuple(index.shape)}")
+        raise IndexShapeError(f"index_select: index must be 1-D, got shape {tuple(index.shape)}")
     return apply(TAKE, x, index, axis=normalize_axes(axis, x.ndim, "index_select")[0])
 
 

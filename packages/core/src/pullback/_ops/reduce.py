@@ -35,9 +35,15 @@ def _accumulating(xp: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+def _kept_integer(x: Any) -> Any:
+    """The dtype argument that keeps an integer input's dtype (NumPy would widen int8 sums to
+    int64; the public functions choose the accumulation dtype before the kernel, as PyTorch)."""
+    return x.dtype if x.dtype.kind in "iu" else None
+
+
 def _sum_kernel(xp: Any) -> Any:
     return _accumulating(xp, lambda x, axis=None, keepdims=False: xp.sum(
-        x, axis=axis, keepdims=keepdims))
+        x, axis=axis, keepdims=keepdims, dtype=_kept_integer(x)))
 
 
 def _mean_kernel(xp: Any) -> Any:
@@ -47,7 +53,7 @@ def _mean_kernel(xp: Any) -> Any:
 
 def _prod_kernel(xp: Any) -> Any:
     return _accumulating(xp, lambda x, axis=None, keepdims=False: xp.prod(
-        x, axis=axis, keepdims=keepdims))
+        x, axis=axis, keepdims=keepdims, dtype=_kept_integer(x)))
 
 
 def _amax_kernel(xp: Any) -> Any:
@@ -207,7 +213,8 @@ def _norm2_grad(F: Any, g: Any, out: Any, x: Any, axis: Any = None, keepdims: bo
 
 def _cumsum_kernel(xp: Any) -> Any:
     # reshape: NumPy flattens a 0-d input to shape (1,); PyTorch keeps ().
-    return _accumulating(xp, lambda x, axis: xp.cumsum(x, axis=axis).reshape(x.shape))
+    return _accumulating(xp, lambda x, axis: xp.cumsum(
+        x, axis=axis, dtype=_kept_integer(x)).reshape(x.shape))
 
 
 CUMSUM = declare(Op("cumsum", _cumsum_kernel, save_inputs=False,
@@ -263,7 +270,7 @@ def _checked_axis(x: Any, axis: Any, dim: Any, name: str, single: bool = False) 
     if axis is None:
         return None
     if single and not isinstance(axis, int):
-        raise ShapeError(f"{name}: expects one axis (an int) or None, got {axis!r}")
+        raise TypeError(f"{name}: expects one axis (an int) or None, got {axis!r}")
     normalize_axes(axis, x.ndim, name)
     # A 0-d tensor has one "axis", 0 or -1 (alone or in a tuple), as in PyTorch: all of it.
     return None if x.ndim == 0 else axis
@@ -395,7 +402,8 @@ def std(x: Any, axis: Any = None, *, correction: float = 1, keepdims: bool = Fal
 
 def norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False, *,  # noqa: A002
          dim: Any = None, keepdim: bool | None = None, p: Any = None) -> Any:
-    """Vector norm over ``axis`` (all elements by default): ord 2, 1, inf, -inf, 0 or p > 0.
+    """Vector norm over ``axis`` (all elements by default): ord 2, 1, inf, -inf, 0, or any
+    other p (``sum(|x|^p)^(1/p)``, negative p included, as ``torch.linalg.vector_norm``).
 
     At a zero vector the gradient is 0 (PyTorch's choice of subgradient).
     """
@@ -420,7 +428,9 @@ def norm(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False, *,  # n
         # that the zero vector's gradient is 0 instead of inf * 0 = NaN.
         zero = total == 0
         return where(zero, 0.0, pow_(where(zero, 1.0, total), 1.0 / ord))
-    raise ValueError(f"norm: unsupported ord {ord!r}")
+    if isinstance(ord, (int, float)) and ord < 0:
+        return pow_(apply(SUM, pow_(abs_(x), ord), axis=axis, keepdims=keep), 1.0 / ord)
+    raise TypeError(f"norm: ord must be a number or 'fro', got {ord!r}")
 
 
 def cumsum(x: Any, axis: int | None = None, *, dim: int | None = None, dtype: Any = None) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from pullback.promotion import Promotion
 from pullback.registry import Op, get_op
 
 from . import _native
@@ -51,6 +52,7 @@ def _sdpa_kernel(xp: Any) -> Any:
 
 
 SDPA = Op("nn.scaled_dot_product_attention", _sdpa_kernel, aux=True,
+          promotion=Promotion("same", args=(0, 1, 2)),  # query, key and value: one dtype
           doc="softmax(q k^T * scale + bias) @ v, optional causal mask and dropout mask")
 
 

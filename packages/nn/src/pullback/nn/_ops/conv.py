@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from pullback.promotion import SAME
 from pullback.registry import Op
 
 from . import _native
@@ -176,7 +177,7 @@ def _weight_grad_kernel(xp: Any) -> Any:
     return conv2d_weight_grad
 
 
-CONV2D = Op("nn.conv2d", _conv2d_kernel, aux=True,
+CONV2D = Op("nn.conv2d", _conv2d_kernel, aux=True, promotion=SAME,
             doc="2-d convolution (im2col + GEMM), optional bias")
 CONV2D_INPUT_GRAD = Op("nn.conv2d_input_grad", _input_grad_kernel,
                        doc="adjoint of conv2d in its input (transposed convolution)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pullback.promotion import Promotion
 from pullback.registry import Op
 
 from ._call import op_in
@@ -27,6 +28,7 @@ def _cross_entropy_kernel(xp: Any) -> Any:
 
 
 CROSS_ENTROPY = Op("nn.cross_entropy", _cross_entropy_kernel, aux=True,
+                   promotion=Promotion("float", args=(0,)),  # the logits; targets are ints
                    doc="per-row softmax cross-entropy with integer targets")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pullback.promotion import SAME
 from pullback.registry import Op
 
 
@@ -22,7 +23,8 @@ def _linear_kernel(xp: Any) -> Any:
     return linear
 
 
-LINEAR = Op("nn.linear", _linear_kernel, doc="x @ w.T + b (b optional)")
+# As PyTorch, x, w and b must share one dtype (no silent float64 GEMM).
+LINEAR = Op("nn.linear", _linear_kernel, promotion=SAME, doc="x @ w.T + b (b optional)")
 
 
 @LINEAR.def_grad

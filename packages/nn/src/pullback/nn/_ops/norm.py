@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pullback.native import native_first
+from pullback.promotion import SAME
 from pullback.registry import Op
 
 from . import _native
@@ -70,7 +71,7 @@ def _layer_norm_backward_kernel(xp: Any) -> Any:
     return layer_norm_backward
 
 
-LAYER_NORM = Op("nn.layer_norm", _layer_norm_kernel, aux=True,
+LAYER_NORM = Op("nn.layer_norm", _layer_norm_kernel, aux=True, promotion=SAME,
                 doc="(x - mean) / sqrt(var + eps) * w + b over trailing axes")
 
 # First-order backward only (the grad rule calls it on raw arrays): returns (gx, gw, gb).

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from pullback.native import native_first
+from pullback.promotion import FLOAT
 from pullback.registry import Op
 
 from . import _native
@@ -48,12 +49,12 @@ def _log_softmax_kernel(xp: Any) -> Any:
 
 
 SOFTMAX = Op("nn.softmax", _softmax_kernel, save_inputs=False, save_output=True,
-             doc="exp(x) / sum(exp(x)) along an axis")
+             promotion=FLOAT, doc="exp(x) / sum(exp(x)) along an axis")
 # First-order backward only (grad rules call it on raw arrays); no gradient of its own.
 SOFTMAX_BACKWARD = Op("nn.softmax_backward", _softmax_backward_kernel, differentiable=False,
                       doc="y * (gy - sum(gy * y)) along an axis: softmax's input gradient")
 LOG_SOFTMAX = Op("nn.log_softmax", _log_softmax_kernel, save_inputs=False, save_output=True,
-                 doc="x - logsumexp(x) along an axis")
+                 promotion=FLOAT, doc="x - logsumexp(x) along an axis")
 
 
 @SOFTMAX.def_grad

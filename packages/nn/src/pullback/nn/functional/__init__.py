@@ -2,7 +2,7 @@
 ``torch.nn.functional``). Import it as ``import pullback.nn.functional as F``."""
 
 from .activation import (
-    elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh,
+    elu, gelu, hardtanh, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh,
 )
 from .attention import scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_transpose2d
@@ -19,7 +19,7 @@ from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "conv1d", "conv2d", "conv_transpose2d", "cross_entropy",
-    "dropout", "elu", "embedding", "gaussian_nll_loss", "gelu", "group_norm", "huber_loss",
+    "dropout", "elu", "embedding", "gaussian_nll_loss", "gelu", "group_norm", "hardtanh", "huber_loss",
     "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d",
     "mse_loss", "nll_loss", "relu", "rms_norm", "scaled_dot_product_attention", "sigmoid",
     "silu", "smooth_l1_loss", "softmax", "softplus", "tanh",

@@ -21,9 +21,9 @@ def _axis(where: str, x: Tensor, dim: int | None) -> int:
     if dim is None:
         raise TypeError(f"{where}: give dim= (the axis to normalize over)")
     if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
-        from pullback.errors import ShapeError
+        from pullback.errors import AxisError
 
-        raise ShapeError(f"{where}: dim {dim} is out of range for shape {tuple(x.shape)}")
+        raise AxisError(f"{where}: dim {dim} is out of range for shape {tuple(x.shape)}")
     return dim % max(x.ndim, 1)
 
 
@@ -35,6 +35,13 @@ def softmax(input: Tensor, dim: int | None = None) -> Tensor:
 def log_softmax(input: Tensor, dim: int | None = None) -> Tensor:
     """``x - logsumexp(x)`` along ``dim`` (stable)."""
     return apply(LOG_SOFTMAX, input, axis=_axis("log_softmax", input, dim))
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """``x`` clipped to ``[min_val, max_val]``. As in PyTorch the gradient is 0 on the bounds
+    too (``clamp`` passes it there): it flows only strictly inside."""
+    inside = (input > min_val) & (input < max_val)
+    return pullback.where(inside, input, pullback.clamp(input, min_val, max_val).detach())
 
 
 def elu(input: Tensor, alpha: float = 1.0) -> Tensor:
