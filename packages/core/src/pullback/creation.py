@@ -9,7 +9,7 @@ import numpy as np
 
 from .backends import Device, backends
 from .dtypes import get_default_dtype, is_floating, to_dtype
-from .errors import DTypeError
+from .errors import ArgumentError, DTypeError
 from .dispatch import draw_random as _draw_random
 from .dispatch import state as _dispatch_state
 from .tensor import Tensor, default_device
@@ -48,6 +48,7 @@ def _array_from(data: Any, dtype: Any, device: Any, copy: bool = True) -> tuple[
     host = np.array(data, copy=True) if copy and not from_python else np.asarray(data)
     if host.dtype == object:
         raise DTypeError(f"tensor(): cannot make a tensor from {type(data).__name__} of mixed types")
+    _check_numeric("tensor()", host)
     dt = to_dtype(dtype) if dtype is not None else _infer_dtype(host, from_python)
     dev = _device(device)
     if host.dtype != dt:
@@ -55,6 +56,15 @@ def _array_from(data: Any, dtype: Any, device: Any, copy: bool = True) -> tuple[
     if dev.type == "cpu":
         return host, dev
     return dev.backend.from_host(host, dev.index or 0), dev
+
+
+def _check_numeric(where: str, host: np.ndarray) -> None:
+    """Tensors hold numbers and booleans: strings, bytes, dates and records are refused (NumPy
+    would make a string array, or parse "1.5" into a float when a dtype is given)."""
+    if host.dtype.kind not in "biufc" and not is_floating(host.dtype):
+        raise DTypeError(f"{where}: cannot make a tensor of dtype {host.dtype} (from "
+                         f"{host.reshape(-1)[:3].tolist()!r}...); tensors hold numbers and "
+                         "booleans")
 
 
 def _holds_tensors(data: Any) -> bool:
@@ -91,6 +101,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    _check_numeric("from_numpy()", array)
     return Tensor._wrap(array, default_device())
 
 
@@ -187,6 +198,11 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     """Values from ``start`` (inclusive) to ``end`` (exclusive) by ``step``."""
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise ArgumentError(f"arange: step must be nonzero, got arange({start}, {end}, {step})")
+    if (end - start) * step < 0:
+        raise ArgumentError(f"arange: the bounds ({start}, {end}) and the sign of step {step} "
+                            "are inconsistent (PyTorch refuses them; NumPy returns nothing)")
     if dtype is None:
         ints = builtins.all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if ints else get_default_dtype()
@@ -286,6 +302,8 @@ def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None
     """Integers in [low, high) (``randint(high, size)`` also works)."""
     if high is None:
         low, high = 0, low
+    if low >= high:
+        raise ArgumentError(f"randint: low must be less than high, got low={low} >= high={high}")
     dev = _device(device)
     gen = generator if generator is not None else dev.backend.generator(dev.index or 0)
     size = (size,) if isinstance(size, int) else tuple(size)

@@ -14,6 +14,10 @@ or with ``PULLBACK_NATIVE=0`` in the environment, every op runs its NumPy kernel
 agree with the native one to float32 rounding. :func:`status` says which libraries were built
 and, for the others, why not.
 
+``PULLBACK_NATIVE_SANITIZE=address,undefined`` builds with those sanitizers (``-fsanitize=``,
+every report fatal) into libraries of their own; the process must then load the sanitizer's
+runtime first (``LD_PRELOAD=$(cc -print-file-name=libasan.so)``), as the sanitizer tests do.
+
 Conventions for kernel sources: every exported function takes a row range ``(int64 lo,
 int64 hi)`` first, then its pointers and sizes, and handles rows ``lo`` to ``hi`` only, so that
 :func:`run_rows` can hand each thread its own share.
@@ -87,6 +91,16 @@ def load(name: str, source: str | os.PathLike[str]) -> ctypes.CDLL | None:
     return library
 
 
+def flags() -> tuple[str, ...]:
+    """The compiler flags of this process's builds: :data:`FLAGS`, plus the sanitizers named in
+    ``PULLBACK_NATIVE_SANITIZE`` (e.g. ``address,undefined``) with every report fatal."""
+    sanitizers = os.environ.get("PULLBACK_NATIVE_SANITIZE", "").strip()
+    if not sanitizers:
+        return FLAGS
+    return FLAGS + (f"-fsanitize={sanitizers}", "-fno-sanitize-recover=all",
+                    "-fno-omit-frame-pointer", "-g")
+
+
 def _build_and_load(name: str, source: Path) -> tuple[ctypes.CDLL | None, str]:
     if not enabled():
         return None, "off (PULLBACK_NATIVE=0)"
@@ -95,11 +109,12 @@ def _build_and_load(name: str, source: Path) -> tuple[ctypes.CDLL | None, str]:
     if version is None:
         return None, f"no C compiler ({compiler!r} not found): NumPy kernels are used"
     code = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(INCLUDE_DIR.glob("*.h")))
-    key = hashlib.sha256(b"\0".join([code, " ".join(FLAGS).encode(), version.encode(),
+    build_flags = flags()
+    key = hashlib.sha256(b"\0".join([code, " ".join(build_flags).encode(), version.encode(),
                                      _cpu_identity().encode()])).hexdigest()[:16]
     target = cache_dir() / f"{name}-{key}.so"
     if not target.exists():
-        error = _compile(compiler, source, target)
+        error = _compile(compiler, source, target, build_flags)
         if error is not None:
             warnings.warn(f"pullback: native kernels '{name}' did not build, NumPy kernels are "
                           f"used instead: {error}", RuntimeWarning, stacklevel=4)
@@ -128,7 +143,8 @@ def _cpu_identity() -> str:
     return platform.machine() + "\n".join(sorted(set(wanted)))
 
 
-def _compile(compiler: str, source: Path, target: Path) -> str | None:
+def _compile(compiler: str, source: Path, target: Path, build_flags: tuple[str, ...]
+             ) -> str | None:
     """Compile ``source`` to ``target`` (atomically: concurrent processes may race); the
     compiler's complaint, or why the cache folder is unusable, on failure."""
     partial = None
@@ -136,7 +152,7 @@ def _compile(compiler: str, source: Path, target: Path) -> str | None:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
-        command = [compiler, *FLAGS, f"-I{INCLUDE_DIR}", "-o", partial, str(source), "-lm"]
+        command = [compiler, *build_flags, f"-I{INCLUDE_DIR}", "-o", partial, str(source), "-lm"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             return (done.stderr.strip() or done.stdout.strip())[-2000:]

@@ -1,7 +1,12 @@
 /* Exact (erf) GELU and its derivative, and ReLU's derivative, on float32, one pass per element
  * range.
  * gelu(x) = x Phi(x); gelu'(x) = Phi(x) + x phi(x), Phi and phi the standard normal CDF and
- * density. */
+ * density.
+ *
+ * What the callers guarantee (pullback/_cpu_native.py, which returns NotImplemented for anything
+ * else; nothing here checks it again): every array is C-contiguous float32 with at least hi
+ * elements, inputs of one call have one shape, the output is a fresh array that overlaps none of
+ * them (the pointers are restrict), and 0 <= lo <= hi. */
 #include "pullback_math.h"
 
 #define INV_SQRT_2PI 0.39894228040143268f

@@ -19,11 +19,14 @@ static inline float pb_exp32(float x) {
     const float log2e = 1.44269504088896341f;
     const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
     float clamped = x > 88.7f ? 88.7f : (x < -87.3f ? -87.3f : x);
+    /* NaN goes through the arithmetic as 0 (its result is replaced below): converting a NaN n
+     * to int32 and shifting the negative result is undefined behaviour */
+    clamped = clamped != clamped ? 0.0f : clamped;
     float n = __builtin_floorf(clamped * log2e + 0.5f);
     float r = clamped - n * ln2_hi - n * ln2_lo;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120
                         + r * (1.0f / 720))))));
-    int32_t bits = ((int32_t)n + 127) << 23;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* n + 127 in 1..255 */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     float y = p * scale;

@@ -44,8 +44,11 @@ def matrix_transpose(x: Any) -> Any:
 
 
 def view(x: Any, *shape: Any) -> Any:
-    """PyTorch's ``view``: :func:`reshape` (NumPy reshapes without copying when it can)."""
-    return reshape(x, *shape)
+    """PyTorch's ``view``: the same memory in a new shape; a ShapeError where the layout
+    allows no view (use :func:`reshape`)."""
+    from .shape import view as _view
+
+    return _view(x, *shape)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:

@@ -8,6 +8,7 @@ from ..autograd.function import Function, FunctionCtx
 from ..backends import Device
 from ..dispatch import apply
 from ..dtypes import to_dtype
+from ..errors import DeviceError, DTypeError
 from ..registry import Op
 from ..tensor import Tensor
 from ._declare import declare
@@ -70,10 +71,24 @@ def _parse_to(x: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
             device = a
         elif isinstance(a, str) and (":" in a or a in _device_names()):
             device = Device(a)
+        elif isinstance(a, str):
+            dtype = _dtype_or_device_error(a)
         else:
             dtype = to_dtype(a)
     return (Device(device) if device is not None else None,
             to_dtype(dtype) if dtype is not None else None)
+
+
+def _dtype_or_device_error(name: str) -> Any:
+    """The dtype called ``name``; a string that is neither a dtype nor a device type is most
+    likely a device (``"tpu"``, ``"mps"``): the error says so and lists both."""
+    try:
+        return to_dtype(name)
+    except DTypeError:
+        raise DeviceError(
+            f"to(): {name!r} is neither a device type (registered: "
+            f"{', '.join(sorted(_device_names()))}; others come from backend plugins, see "
+            "`python -m pullback plugins`) nor a dtype name") from None
 
 
 def _device_names() -> set[str]:

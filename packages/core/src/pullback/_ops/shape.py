@@ -9,7 +9,7 @@ import math
 from typing import Any, Sequence
 
 from ..dispatch import apply
-from ..errors import AxisError, ShapeError, UnsupportedError
+from ..errors import ArgumentError, AxisError, ShapeError, UnsupportedError
 from ..promotion import COMMON
 from ..registry import Op
 from ._axes import normalize_axes, pick_axis
@@ -144,12 +144,55 @@ def t(x: Any) -> Any:
     return transpose(x, 0, -1) if x.ndim == 2 else x
 
 
+def _view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                  target: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` and ``strides`` can be seen as ``target`` without a copy
+    (PyTorch's rule for ``view``: each run of merged axes must be one contiguous chunk)."""
+    if math.prod(shape) == 0 or not shape:
+        return True
+    view_d = len(target) - 1
+    chunk_base = strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or target[view_d] == 1):
+                view_numel *= target[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return False
+            if d > 0:
+                chunk_base = strides[d - 1]
+                tensor_numel = view_numel = 1
+    return view_d == -1
+
+
+def view(x: Any, *shape: Any) -> Any:
+    """PyTorch's ``view``: the same memory in a new shape. Where the layout allows no view (a
+    transpose merged into one axis), a ShapeError says to use :func:`reshape`, which copies:
+    a silent copy would lose every write made through the "view"."""
+    target = _resolve_shape(_shape_args(shape), x.numel(), tuple(x.shape))
+    strides = getattr(getattr(x, "array", None), "strides", None)  # none under some modes
+    if strides is not None and not _view_strides(tuple(x.shape), tuple(strides), target):
+        raise ShapeError(
+            f"view: a tensor of shape {tuple(x.shape)} and strides "
+            f"{tuple(s // x.element_size() for s in strides)} cannot be viewed as {target} "
+            "(at least one dimension spans across two contiguous subspaces); use "
+            ".reshape(...) instead, which copies")
+    return reshape(x, target)
+
+
 def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     """Merge axes ``start_dim..end_dim`` into one."""
     if x.ndim == 0:
+        normalize_axes(start_dim, 0, "flatten")
+        normalize_axes(end_dim, 0, "flatten")
         return reshape(x, 1)
-    s = start_dim % x.ndim
-    e = end_dim % x.ndim
+    s = normalize_axes(start_dim, x.ndim, "flatten")[0]
+    e = normalize_axes(end_dim, x.ndim, "flatten")[0]
+    if s > e:
+        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a "
+                         f"{x.ndim}-d tensor of shape {tuple(x.shape)}")
     shape = tuple(x.shape)
     return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
@@ -255,6 +298,8 @@ def split(x: Any, split_size_or_sections: Any, axis: int | None = None, *,
 def chunk(x: Any, chunks: int, axis: int | None = None, *, dim: int | None = None) -> tuple:
     """PyTorch's ``chunk``: up to ``chunks`` pieces of size ``ceil(n / chunks)``."""
     axis = normalize_axes(_axis_or_dim(axis, dim), x.ndim, "chunk")[0]
+    if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 1:
+        raise ArgumentError(f"chunk: chunks must be a positive int, got {chunks!r}")
     n = x.shape[axis]
     size = max(1, -(-n // chunks))
     return split(x, size, axis)

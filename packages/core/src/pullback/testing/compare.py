@@ -13,6 +13,7 @@ which passes when it is at most ``rtol``.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -293,3 +294,51 @@ def error_case_problem(record: OpRecord, case: ErrorCase, device: Any = "cpu",
     except Exception as exc:  # noqa: BLE001 - reported with its type
         return f"expected {case.error.__name__}, got {type(exc).__name__}: {exc}"
     return f"expected {case.error.__name__}, nothing was raised"
+
+
+def _other_floating(dtype_name: str) -> str:
+    """The cotangent dtype that differs from an output's: float32 on float64, else float64."""
+    return "float32" if dtype_name == "float64" else "float64"
+
+
+def cotangent_dtype_problems(record: OpRecord, dtype: str, sample: Sample,
+                             device: Any = "cpu") -> list[str]:
+    """Backward with cotangents in another floating dtype than their outputs (float32 on a
+    float64 graph, float64 on the others) must give, exactly, the gradients of cotangents cast
+    to the outputs' dtypes first (PyTorch casts them), each in its input's dtype. The problems
+    found, empty when none."""
+    from ..creation import tensor
+
+    framework = PullbackFramework(device)
+    bound = sample.bind(framework.factory, differentiable=record.differentiable)
+    if not bound.leaves:
+        return []
+    outs = [o for o in flatten_outputs(bound.call(record.fn))
+            if framework.dtype_name(o) in _FLOATING and o.requires_grad]
+    if not outs:
+        return []
+    rng = np.random.default_rng(zlib.crc32(f"{record.name}/{dtype}/{sample.id}".encode()))
+    values = [rng.standard_normal(tuple(o.shape)) for o in outs]
+    foreign = [tensor(v, dtype=_other_floating(str(o.dtype)), device=o.device)
+               for v, o in zip(values, outs)]
+    cast_first = [f.to(o.dtype) for f, o in zip(foreign, outs)]
+    got = framework.grad(outs, bound.leaves, foreign, create_graph=False)
+    bound = sample.bind(framework.factory, differentiable=record.differentiable)
+    outs = [o for o in flatten_outputs(bound.call(record.fn))
+            if framework.dtype_name(o) in _FLOATING and o.requires_grad]
+    expected = framework.grad(outs, bound.leaves, cast_first, create_graph=False)
+    problems = []
+    for k, (g, e, leaf) in enumerate(zip(got, expected, bound.leaves)):
+        if g is None or e is None:
+            if (g is None) != (e is None):
+                problems.append(f"gradient of input {k}: present in one run only")
+            continue
+        if g.dtype != leaf.dtype:
+            problems.append(f"gradient of input {k}: dtype {g.dtype}, its input is {leaf.dtype}")
+        a, b = framework.to_host(g), framework.to_host(e)
+        if a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
+            worst = float(np.nanmax(np.abs(a.astype(np.float64) - b))) if a.shape == b.shape \
+                else float("inf")
+            problems.append(f"gradient of input {k}: differs by up to {worst:.3g} from the "
+                            f"gradient of the cotangent cast to the output's dtype first")
+    return problems

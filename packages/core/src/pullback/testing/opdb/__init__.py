@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from . import elementwise, index, internal, linalg, methods, reduce, shape
+from . import creation, elementwise, index, internal, linalg, methods, reduce, shape
 from ._record import (
     PRIMARY_DTYPES, Arg, BoundSample, ErrorCase, OpRecord, PullbackFactory, Sample, TensorFactory,
     view_of,
@@ -28,7 +28,7 @@ from ._record import (
 
 OP_DB: tuple[OpRecord, ...] = (
     *elementwise.RECORDS, *reduce.RECORDS, *shape.RECORDS, *index.RECORDS, *linalg.RECORDS,
-    *methods.RECORDS, *internal.RECORDS,
+    *methods.RECORDS, *internal.RECORDS, *creation.RECORDS,
 )
 
 _BY_NAME = {r.name: r for r in OP_DB}
@@ -40,6 +40,17 @@ def get_record(name: str) -> OpRecord:
         return _BY_NAME[name]
     except KeyError:
         raise KeyError(f"no op database record named '{name}'") from None
+
+
+def extension_records() -> tuple[OpRecord, ...]:
+    """The records that plugins attach to their ops (rule key ``"opdb"``: a function returning
+    a tuple of records), sorted by name: pullback.nn's functions, for instance. Only loaded
+    plugins contribute (``import pullback.nn`` loads nn's)."""
+    from ...registry import OPS
+
+    found = {r.name: r for op in list(OPS.values()) if "opdb" in op.rules
+             for r in op.rules["opdb"]()}
+    return tuple(found[name] for name in sorted(found))
 
 
 def covered_ops(records: Iterable[OpRecord] = OP_DB) -> set[str]:
@@ -75,6 +86,6 @@ def error_cases(records: Iterable[OpRecord] = OP_DB) -> list[tuple[OpRecord, Err
 
 __all__ = [
     "OP_DB", "PRIMARY_DTYPES", "Arg", "BoundSample", "Case", "ErrorCase", "OpRecord",
-    "PullbackFactory", "Sample", "TensorFactory", "covered_ops", "error_cases", "get_record",
-    "sample_cases", "view_of",
+    "PullbackFactory", "Sample", "TensorFactory", "covered_ops", "error_cases", "extension_records",
+    "get_record", "sample_cases", "view_of",
 ]

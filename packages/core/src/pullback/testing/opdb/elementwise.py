@@ -12,7 +12,9 @@ import pullback as pb
 
 from ...dispatch import apply
 from ...dtypes import is_floating, to_dtype
-from ...errors import ArgumentError, DTypeError, ShapeError
+from ...errors import (
+    ArgumentError, DeviceError, DivisionByZeroError, DTypeError, ShapeError,
+)
 from ...registry import OPS
 from . import _torch
 from ._inputs import (
@@ -199,7 +201,28 @@ def _rounding_modes(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
 def _div_errors(rng: np.random.Generator) -> list[ErrorCase]:
     return _mismatch("div")(rng) + [ErrorCase(
         (Arg(_f64((3,), rng)), Arg(_f64((3,), rng))), ArgumentError, "div.*rounding_mode",
-        {"rounding_mode": "ceil"})]
+        {"rounding_mode": "ceil"})] + _integer_division_by_zero(
+            "div", {"rounding_mode": "trunc"})(rng)
+
+
+def _integer_division_by_zero(name: str, kwargs: Mapping[str, Any] | None = None) -> ErrorFn:
+    """Integer division by a zero (a tensor holding one, or the number 0): NumPy returns 0;
+    pullback raises, as PyTorch ("ZeroDivisionError")."""
+    def errors(rng: np.random.Generator) -> list[ErrorCase]:
+        ints = np.dtype(np.int64)
+        x, y = values((3,), ints, rng, low=1, high=9), np.array([2, 0, 3])
+        return [ErrorCase((Arg(x), Arg(y)), DivisionByZeroError,
+                          rf"{name}: integer division by zero \(divisor of shape \(3,\) int64 "
+                          r"holds 0\)", dict(kwargs or {}), "integer-by-zero"),
+                ErrorCase((Arg(x), 0), DivisionByZeroError,
+                          rf"{name}: integer division by zero \(divisor 0\)", dict(kwargs or {}),
+                          "integer-by-zero")]
+
+    return errors
+
+
+def _division_errors(name: str) -> ErrorFn:
+    return lambda rng: _mismatch(name)(rng) + _integer_division_by_zero(name)(rng)
 
 
 def _pow_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
@@ -254,10 +277,13 @@ BINARY = [
     _binary("div", dtypes=FLOATS + INTS, extra=(_rounding_modes,), errors=_div_errors,
             ops=("div", "div_rounded"), note=_FLOAT_DIVISION_NOTE),
     _binary("floor_divide", dtypes=FLOATS + INTS, differentiable=False,
+            errors=_division_errors("floor_divide"),
             note=_FLOAT_DIVISION_NOTE + " No derivative: a backward through it raises, as in "
             "PyTorch."),
-    _binary("remainder", dtypes=FLOATS + INTS, note=_FLOAT_DIVISION_NOTE),
-    _binary("fmod", dtypes=FLOATS + INTS, note=_FLOAT_DIVISION_NOTE),
+    _binary("remainder", dtypes=FLOATS + INTS, note=_FLOAT_DIVISION_NOTE,
+            errors=_division_errors("remainder")),
+    _binary("fmod", dtypes=FLOATS + INTS, note=_FLOAT_DIVISION_NOTE,
+            errors=_division_errors("fmod")),
     _binary("maximum", dtypes=ALL, extra=(_ties, _nan_propagation)),
     _binary("minimum", dtypes=ALL, extra=(_ties, _nan_propagation)),
     *[_binary(name, dtypes=ALL, make_x=values, ops=(op,), differentiable=False,
@@ -396,6 +422,9 @@ def _cast(x: Any, dtype: str) -> Any:
 TO = OpRecord(
     name="Tensor.to", fn=lambda x, dtype: x.to(dtype), torch=_torch_to, ops=("cast",),
     dtypes=ALL, samples=_cast_samples,
+    # neither a dtype nor a device: a device error listing both (it said "unknown dtype")
+    errors=lambda rng: [ErrorCase((Arg(_f64((3,), rng)), "tpu"), DeviceError,
+                                  r"to\(\): 'tpu' is neither a device type \(registered: cpu")],
 )
 
 CAST = OpRecord(

@@ -9,7 +9,7 @@ import numpy as np
 
 import pullback as pb
 
-from ...errors import ShapeError
+from ...errors import ArgumentError, ShapeError
 from ._inputs import ALL, maker, values
 from ._record import Arg, ErrorCase, OpRecord, Sample
 
@@ -52,6 +52,31 @@ def _reshape_samples(a: Callable[..., Arg]) -> list[Sample]:
 def _reshape_errors(a: Callable[..., Arg]) -> list[ErrorCase]:
     return [ErrorCase((a((2, 3)), (4,)), ShapeError, r"reshape.*\(2, 3\).*\(4,\)"),
             ErrorCase((a((2, 3)), (-1, -1)), ShapeError, "reshape.*-1")]
+
+
+def _view_samples(a: Callable[..., Arg]) -> list[Sample]:
+    # Non-contiguous inputs only where the layout allows a view (PyTorch's rule).
+    return [
+        Sample((a((2, 3)), (3, 2))), Sample((a((2, 3)), (-1,))), Sample((a((2, 3)), 6, 1)),
+        Sample((a(()), (1,))), Sample((a((1,)), ())), Sample((a((0, 3)), (3, 0))),
+        Sample((a((3, 4), "transposed"), (3, 1, 4))), Sample((a((2, 3), "strided"), (1, 2, 3))),
+        Sample((a((2, 3, 4), "strided"), (6, 4))),
+    ]
+
+
+def _view_errors(a: Callable[..., Arg]) -> list[ErrorCase]:
+    # A copy would silently lose every write made through the "view" (it returned one).
+    return _reshape_errors(a) + [
+        ErrorCase((a((2, 3), "transposed"), 6), ShapeError,
+                  r"view: a tensor of shape \(2, 3\) and strides \(1, 2\) cannot be viewed as "
+                  r"\(6,\).*use \.reshape\(\.\.\.\) instead", label="transposed")]
+
+
+def _flatten_errors(a: Callable[..., Arg]) -> list[ErrorCase]:
+    # flatten(1, 0) returned shape (2, 1, 3)
+    return [ErrorCase((a((2, 3)), 1, 0), ShapeError,
+                      r"flatten: start_dim 1 comes after end_dim 0 .*\(2, 3\)"),
+            ErrorCase((a((2, 3)), 0, 5), ShapeError, "flatten: axis 5 is out of range")]
 
 
 def _permute_samples(a: Callable[..., Arg]) -> list[Sample]:
@@ -256,11 +281,10 @@ def _flatten_samples(a: Callable[..., Arg]) -> list[Sample]:
 RECORDS = [
     _record("reshape", pb.reshape, lambda t: lambda x, *shape: x.reshape(*shape), ("reshape",),
             _reshape_samples, _reshape_errors),
-    _record("view", pb.view, lambda t: lambda x, *shape: x.reshape(*shape), ("reshape",),
-            _reshape_samples,
-            note="pullback's view copies where NumPy must (non-contiguous input), like reshape; "
-            "PyTorch's view refuses, so torch.reshape is the reference."),
-    _record("flatten", pb.flatten, lambda t: t.flatten, ("reshape",), _flatten_samples),
+    _record("view", pb.view, lambda t: lambda x, *shape: x.view(*shape), ("reshape",),
+            _view_samples, _view_errors),
+    _record("flatten", pb.flatten, lambda t: t.flatten, ("reshape",), _flatten_samples,
+            _flatten_errors),
     _record("permute", pb.permute, lambda t: lambda x, *axes: x.permute(*axes), ("permute",),
             _permute_samples,
             lambda a: [ErrorCase((a((2, 3)), (0, 0)), ShapeError, r"permute.*\(0, 0\)")]),
@@ -289,7 +313,11 @@ RECORDS = [
     _record("stack", pb.stack, lambda t: _torch_along(t, "stack"), ("stack",), _stack_samples,
             _stack_errors),
     _record("split", pb.split, _torch_split, ("getitem",), _split_samples, _split_errors),
-    _record("chunk", pb.chunk, _torch_chunk, ("getitem",), _chunk_samples),
+    _record("chunk", pb.chunk, _torch_chunk, ("getitem",), _chunk_samples,
+            lambda a: [ErrorCase((a((4,)), 0), ArgumentError,  # a ZeroDivisionError before
+                                 "chunk: chunks must be a positive int, got 0"),
+                       ErrorCase((a((4,)), -2), ArgumentError,
+                                 "chunk: chunks must be a positive int, got -2")]),
     _record("unbind", pb.unbind, _torch_unbind, ("getitem",), _unbind_samples),
     OpRecord(name="pad", fn=pb.pad, torch=lambda t: t.nn.functional.pad, ops=("pad", "take"),
              dtypes=ALL, samples=_pad_samples, errors=_errors(_pad_errors),

@@ -1,0 +1,56 @@
+"""One fuzz case of a core native kernel's entry point (``pullback/_cpu_native.py``: GELU, its
+derivative, ReLU's derivative) against the op's NumPy kernel, run in a worker process by
+``test_native_fuzz.py`` (a crash is a failing case, not a dead pytest).
+
+A case is a JSON dict: ``entry`` names the entry point; shapes, dtypes, layouts, a seed for the
+values and whether to mix in NaN, infinities and +-1e38. :func:`run_case` returns ``None`` when
+the native result (or ``NotImplemented``) agrees with the NumPy kernel, else what was wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import pullback as pb
+from pullback import _cpu_native
+from pullback.testing.layouts import fuzz_values, laid_out
+
+
+def _array(case: dict[str, Any], which: str, seed_offset: int) -> np.ndarray:
+    values = fuzz_values(tuple(case[f"{which}_shape"]), case["dtype"], case["seed"] + seed_offset,
+                         case["special"])
+    return laid_out(values, case[f"{which}_layout"])
+
+
+def run_case(case: dict[str, Any]) -> str | None:
+    """Run one case (see the module's docstring)."""
+    entry = case["entry"]
+    x = _array(case, "x", 0)
+    args: tuple[Any, ...] = (x,) if entry == "gelu" else (_array(case, "g", 1), x)
+    attrs = {} if entry == "relu_backward" else {"approximate": case["approximate"]}
+    with np.errstate(all="ignore"):
+        try:
+            got = getattr(_cpu_native, entry)(*args, **attrs)
+        except Exception as exc:  # noqa: BLE001 - an entry point never raises: it covers or not
+            return f"native raised {type(exc).__name__}: {exc}"
+        if got is NotImplemented:
+            return None
+        if any(a.shape != x.shape for a in args) or x.dtype != np.float32:
+            return f"native ran on shapes {[a.shape for a in args]} {x.dtype} it does not cover"
+        want = pb.get_op(entry).generic(np)(*args, **attrs)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"native gave {got.shape} {got.dtype}, NumPy {want.shape} {want.dtype}"
+    # Both are float32 approximations: relative error, plus an absolute one scaled by the
+    # factor in front (g for the derivatives, 1 + |x| for GELU, whose negative tail cancels).
+    scale = np.abs(args[0]).astype(np.float64) if len(args) == 2 else 1.0 + np.abs(x)
+    with np.errstate(all="ignore"):
+        a, b = got.astype(np.float64), want.astype(np.float64)
+        close = np.abs(a - b) <= 1e-5 * np.abs(b) + 2e-6 * scale
+        same = close | (a == b) | (np.isnan(a) & np.isnan(b))
+    if not same.all():
+        where = tuple(np.argwhere(~same)[0])
+        return (f"native and NumPy differ at {where}: {a[where]!r} against {b[where]!r} "
+                f"(x {x[where]!r})")
+    return None
