@@ -14,12 +14,35 @@ from __future__ import annotations
 from typing import Any
 
 from ..dispatch import apply
-from ..errors import ArgumentError
+from ..errors import ArgumentError, UnsupportedDTypeError
 from ..promotion import COMMON
 from ..registry import Op
 from ._declare import declare
 from ._zero_division import refusing_zero_divisors
 from .elementwise import SUB, _binary_kernel
+
+
+def refusing_bool(op_name: str, make: Any) -> Any:
+    """The binary kernel factory ``make`` refusing two bool operands, as PyTorch does for
+    division and powers (NumPy computes them in int8)."""
+
+    def checked_make(xp: Any) -> Any:
+        kernel = make(xp)
+
+        def checked(x: Any, y: Any, **attrs: Any) -> Any:
+            if _is_bool(x) and _is_bool(y):
+                raise UnsupportedDTypeError(f"{op_name}: not implemented for bool operands")
+            return kernel(x, y, **attrs)
+
+        checked.__name__ = op_name
+        return checked
+
+    return checked_make
+
+
+def _is_bool(v: Any) -> bool:
+    dtype = getattr(v, "dtype", None)
+    return v.__class__ is bool if dtype is None else dtype.kind == "b"
 
 
 def _zero_grad(F: Any, g: Any, out: Any, x: Any, **attrs: Any) -> tuple[Any]:
@@ -63,7 +86,8 @@ def _div_rounded_kernel(xp: Any) -> Any:
     return div_rounded
 
 
-DIV_ROUNDED = declare(Op("div_rounded", refusing_zero_divisors("div", _div_rounded_kernel),
+DIV_ROUNDED = declare(Op("div_rounded", refusing_bool("div", refusing_zero_divisors(
+                             "div", _div_rounded_kernel)),
                          save_inputs=False,
                          promotion=COMMON, doc="x / y rounded toward zero or down"))
 DIV_ROUNDED.def_grad(lambda F, g, out, x, y, rounding_mode: (
@@ -71,13 +95,14 @@ DIV_ROUNDED.def_grad(lambda F, g, out, x, y, rounding_mode: (
 
 # No grad rule: like PyTorch's floor_divide, a backward through it raises, naming the op.
 # Integer division by zero raises (DivisionByZeroError), as in PyTorch; NumPy returns 0.
-FLOOR_DIVIDE = declare(Op("floor_divide", refusing_zero_divisors(
-    "floor_divide", _binary_kernel("floor_divide")), save_inputs=False, promotion=COMMON,
+FLOOR_DIVIDE = declare(Op("floor_divide", refusing_bool("floor_divide", refusing_zero_divisors(
+    "floor_divide", _binary_kernel("floor_divide"))), save_inputs=False, promotion=COMMON,
     doc="x // y"))
-REMAINDER = declare(Op("remainder", refusing_zero_divisors(
-    "remainder", _binary_kernel("remainder")), promotion=COMMON, doc="x % y (sign of y)"))
-FMOD = declare(Op("fmod", refusing_zero_divisors("fmod", _binary_kernel("fmod")),
-                  promotion=COMMON, doc="C's fmod: the remainder with the sign of x"))
+REMAINDER = declare(Op("remainder", refusing_bool("remainder", refusing_zero_divisors(
+    "remainder", _binary_kernel("remainder"))), promotion=COMMON, doc="x % y (sign of y)"))
+FMOD = declare(Op("fmod", refusing_bool("fmod", refusing_zero_divisors(
+    "fmod", _binary_kernel("fmod"))), promotion=COMMON,
+    doc="C's fmod: the remainder with the sign of x"))
 
 
 @REMAINDER.def_grad
