@@ -10,7 +10,7 @@ import pytest
 import pullback
 import pullback.nn.functional as F
 from pullback import _cpu_parallel
-from pullback.nn._ops import _native, conv
+from pullback.nn._ops import _native, conv, geometry
 from pullback.registry import OPS
 
 from nn_helpers import assert_close
@@ -167,7 +167,7 @@ def test_im2col_and_col2im_match_the_strided_views(rows, shape, kernel, stride, 
                                                    dilation):
     rng = np.random.default_rng(10)
     x = rng.standard_normal(shape).astype(np.float32)
-    out_hw = tuple(conv.out_size(shape[2 + a], kernel[a], stride[a], padding[a], dilation[a])
+    out_hw = tuple(geometry.out_size(shape[2 + a], kernel[a], stride[a], padding[a], dilation[a])
                    for a in range(2))
     cols = _native.im2col(x, kernel, out_hw, stride, padding, dilation)
     expected = conv.windows(np, conv.pad_input(np, x, padding), kernel, stride, dilation, out_hw)
@@ -250,3 +250,28 @@ def test_float32_softmax_through_the_op_matches_torch(rows):
     out.backward(pullback.tensor(g))
     t_out.backward(torch.tensor(g))
     assert_close(ox.grad, tx.grad, "float32", "grad")
+
+
+@pytest.mark.parametrize("cols", [4, 1031], ids=["numpy-kernel", "native-kernel"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_layer_norm_of_rows_whose_squares_overflow_is_not_zeros(cols, dtype):
+    # float32 rows holding 1e38 (float16: 300) overflowed the variance and came out as exact
+    # zeros. PyTorch returns NaN there; pullback returns the exact value (float64 statistics),
+    # compared with PyTorch in float64. A row with an inf still gives NaN, as in PyTorch.
+    big = 1e38 if dtype == "float32" else 300.0
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, cols)).astype(dtype)
+    x[0, 0] = big
+    x[1, :2] = (big, -big)
+    x[2, 1] = np.inf
+    w = rng.standard_normal(cols).astype(dtype)
+    if dtype == "float32" and cols > 4:
+        assert _native.layer_norm(x, w, None, normalized_ndim=1, eps=1e-5) is not NotImplemented
+    ours = F.layer_norm(pullback.tensor(x), (cols,), pullback.tensor(w)).numpy()
+    theirs = torch.nn.functional.layer_norm(torch.tensor(x, dtype=torch.float64), (cols,),
+                                            torch.tensor(w, dtype=torch.float64)).numpy()
+    finite = [0, 1, 3]
+    tol = 2e-6 if dtype == "float32" else 2e-3
+    np.testing.assert_allclose(ours[finite].astype(np.float64), theirs[finite], rtol=tol,
+                               atol=tol * np.abs(w).max())
+    assert np.isnan(ours[2]).all()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pullback.errors import DTypeError, ShapeError
+import numpy as np
+
+from pullback.errors import ArgumentError, DTypeError, ShapeError
 from pullback.tensor import Tensor
 
 
@@ -34,11 +36,15 @@ def expect_integer(where: str, x: Any, what: str = "indices") -> None:
         raise DTypeError(f"{where}: {what} must be an integer tensor, got dtype {x.dtype}")
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def pair(value: Any, where: str, name: str) -> tuple[int, int]:
-    """An int or a pair of ints as a pair (PyTorch's ``_pair``)."""
-    if isinstance(value, int):
-        return (value, value)
-    value = tuple(int(v) for v in value)
-    if len(value) != 2:
-        raise ValueError(f"{where}: {name} must be an int or a pair of ints, got {value}")
-    return (value[0], value[1])
+    """An int or a pair of ints as a pair of Python ints (PyTorch's ``_pair``); anything else
+    (a float, a bool, three values) is an ArgumentError naming ``where`` and ``name``."""
+    if _is_int(value):
+        return (int(value), int(value))
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_is_int, value)):
+        return (int(value[0]), int(value[1]))
+    raise ArgumentError(f"{where}: {name} must be an int or a pair of ints, got {value!r}")

@@ -6,6 +6,9 @@ at a few nanoseconds per element.
 
 Each function returns ``NotImplemented`` for inputs it does not cover (not float32, under 1,024
 elements, no compiler), and the caller runs the NumPy kernel; strided inputs are copied once.
+Arguments that would make a C kernel read or write outside its arrays raise a typed error
+instead (im2col and col2im check their geometry with :mod:`.geometry`): each C source states at
+its top what these entry points guarantee it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from typing import Any, Callable
 import numpy as np
 
 from pullback import native
+from pullback.errors import ShapeError
+
+from .geometry import check_output_size
 
 _SOURCES = Path(__file__).parent / "_csrc"
 
@@ -32,7 +38,7 @@ def _function(name: str, n_pointers: int, n_sizes: int, n_floats: int = 0,
 
 
 def _last_axis(x: Any, axis: int) -> bool:
-    return x.ndim > 0 and axis % x.ndim == x.ndim - 1 and x.shape[-1] > 0
+    return x.ndim > 0 and axis in (-1, x.ndim - 1) and x.shape[-1] > 0
 
 
 def softmax(x: Any, *, axis: int, scale: float = 1.0, causal: bool = False,
@@ -42,7 +48,8 @@ def softmax(x: Any, *, axis: int, scale: float = 1.0, causal: bool = False,
     if not _last_axis(x, axis) or (causal and x.ndim < 2):
         return NotImplemented
     inputs = native.float32_inputs(x)
-    if inputs is None or (out is not None and inputs[0] is not x):  # in place needs x itself
+    if inputs is None or (out is not None and (out is not x or inputs[0] is not x)):
+        return NotImplemented  # in place needs x itself, contiguous: C writes y over x
         return NotImplemented
     kernel = _function("softmax_f32", 2, 3, 1)
     if kernel is None:
@@ -104,6 +111,8 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
     """``(gx, gw, gb)`` of :func:`layer_norm`; ``gw`` and ``gb`` are ``None`` unless
     ``param_grads``."""
     fits = g.shape == x.shape and _params_fit(x, normalized_ndim, w)
+    # the C kernel reads one mean and one rstd per row
+    fits = fits and mean.size == rstd.size == _rows_cols(x, normalized_ndim)[0]
     inputs = native.float32_inputs(g, x, w, mean, rstd) if fits else None
     input_kernel = _function("layer_norm_backward_input_f32", 6, 1)
     param_kernel = _function("layer_norm_backward_params_f32", 6, 2)
@@ -128,8 +137,13 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
 Pair = tuple[int, int]
 
 
-def _geometry(kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],
-              dilation: Pair) -> tuple[int, ...]:
+def _geometry(where: str, shape: tuple[int, ...], kernel: Pair, out_hw: Pair, stride: Pair,
+              padding: tuple[Pair, Pair], dilation: Pair) -> tuple[int, ...]:
+    """The sizes im2col.c takes after the geometry is checked (what its callers guarantee);
+    along an axis with one window the stride is never used and goes to C as 1, so that a huge
+    one cannot overflow its index arithmetic."""
+    check_output_size(where, shape, kernel, stride, padding, dilation, out_hw)
+    stride = tuple(s if o > 1 else 1 for s, o in zip(stride, out_hw))
     return (*kernel, *out_hw, *stride, padding[0][0], padding[1][0], *dilation)
 
 
@@ -137,7 +151,8 @@ def im2col(x: Any, kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair
            dilation: Pair) -> Any:
     """The windows of ``x`` (N, C, H, W) as a (N, C, kh, kw, Ho, Wo) array (zeros in the
     padding), or ``NotImplemented``."""
-    inputs = native.float32_inputs(x) if x.ndim == 4 else None
+    sizes = _geometry("nn im2col", tuple(x.shape), kernel, out_hw, stride, padding, dilation)
+    inputs = native.float32_inputs(x)
     kernel_fn = _function("im2col_f32", 2, 12, source="im2col")
     if inputs is None or kernel_fn is None:
         return NotImplemented
@@ -145,7 +160,7 @@ def im2col(x: Any, kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair
     n, c, h, w = x.shape
     cols = np.empty((n, c) + tuple(kernel) + tuple(out_hw), dtype=np.float32)
     native.run_rows(kernel_fn, n * c, cols[0, 0].size, x.ctypes.data, cols.ctypes.data, h, w,
-                    *_geometry(kernel, out_hw, stride, padding, dilation))
+                    *sizes)
     return cols
 
 
@@ -153,13 +168,18 @@ def col2im(cols: Any, input_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],
            dilation: Pair) -> Any:
     """The adjoint of :func:`im2col`: ``cols`` (N, C, kh, kw, Ho, Wo) added back into an
     (N, C, H, W) array, or ``NotImplemented``."""
-    inputs = native.float32_inputs(cols) if cols.ndim == 6 else None
+    if cols.ndim != 6 or len(input_hw) != 2:
+        raise ShapeError(f"nn col2im: expected (N, C, kh, kw, Ho, Wo) columns and an (H, W) "
+                         f"size, got shapes {tuple(cols.shape)} and {tuple(input_hw)}")
+    n, c, kh, kw, ho, wo = cols.shape
+    sizes = _geometry("nn col2im", (n, c, *input_hw), (kh, kw), (ho, wo), stride, padding,
+                      dilation)
+    inputs = native.float32_inputs(cols)
     kernel_fn = _function("col2im_f32", 2, 12, source="im2col")
     if inputs is None or kernel_fn is None:
         return NotImplemented
     (cols,) = inputs
-    n, c, kh, kw, ho, wo = cols.shape
     dx = np.empty((n, c) + tuple(input_hw), dtype=np.float32)
     native.run_rows(kernel_fn, n * c, cols[0, 0].size, cols.ctypes.data, dx.ctypes.data,
-                    *input_hw, *_geometry((kh, kw), (ho, wo), stride, padding, dilation))
+                    *input_hw, *sizes)
     return dx

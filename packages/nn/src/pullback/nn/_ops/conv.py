@@ -22,20 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from pullback.errors import ShapeError
 from pullback.promotion import SAME
 from pullback.registry import Op
 
 from . import _native
 from ._call import op_in
-
-Pair = tuple[int, int]
-Padding = tuple[tuple[int, int], tuple[int, int]]
-
-
-def out_size(size: int, k: int, stride: int, pad: tuple[int, int], dilation: int) -> int:
-    """Output length of a convolution or pooling along one axis."""
-    return (size + pad[0] + pad[1] - dilation * (k - 1) - 1) // stride + 1
-
+from .geometry import Padding, Pair, check_output_size, check_same_dtype, check_windows
 
 def pad_input(xp: Any, x: Any, padding: Padding, value: float = 0.0) -> Any:
     """``x`` (N, C, H, W) padded on H and W (no copy when there is no padding)."""
@@ -50,7 +43,10 @@ def pad_input(xp: Any, x: Any, padding: Padding, value: float = 0.0) -> Any:
 
 def windows(xp: Any, xpad: Any, kernel: Pair, stride: Pair, dilation: Pair, out_hw: Pair) -> Any:
     """A view (N, C, kh, kw, Ho, Wo) of every window of the padded input (windows overlap:
-    never write through it)."""
+    never write through it). The geometry is checked first: a view that reached outside
+    ``xpad`` would read (and crash on) memory that is not the array's."""
+    check_output_size("windows", tuple(xpad.shape), kernel, stride, ((0, 0), (0, 0)), dilation,
+                      out_hw)
     n, c = xpad.shape[:2]
     s_n, s_c, s_h, s_w = xpad.strides
     return xp.lib.stride_tricks.as_strided(
@@ -80,11 +76,13 @@ def crop(xp: Any, xpad: Any, padding: Padding, hw: Pair) -> Any:
 
 
 def _im2col(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding, dilation: Pair,
-            groups: int) -> tuple[Any, Pair]:
+            groups: int, where: str) -> tuple[Any, Pair]:
     """The windows of ``x`` as matrices (N, groups, C/groups*kh*kw, Ho*Wo), and (Ho, Wo)."""
-    n, c, h, w = x.shape
-    out_hw = (out_size(h, kernel[0], stride[0], padding[0], dilation[0]),
-              out_size(w, kernel[1], stride[1], padding[1], dilation[1]))
+    out_hw = check_windows(where, tuple(x.shape), kernel, stride, padding, dilation)
+    n, c = x.shape[:2]
+    if not isinstance(groups, int) or groups < 1 or c % groups:
+        raise ShapeError(f"{where}: groups={groups!r} must be a positive divisor of the input's "
+                         f"{c} channels")
     win = _native.im2col(x, kernel, out_hw, stride, padding, dilation) if xp is np else NotImplemented
     if win is NotImplemented:
         win = windows(xp, pad_input(xp, x, padding), kernel, stride, dilation, out_hw)
@@ -95,8 +93,12 @@ def _im2col(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding, dilat
 def _convolve(xp: Any, x: Any, w: Any, stride: Pair, padding: Padding, dilation: Pair,
               groups: int) -> tuple[Any, Any]:
     """The convolution (N, O, Ho, Wo) without bias, and the im2col matrices it used."""
+    where = "nn.conv2d"
+    if w.ndim != 4:
+        raise ShapeError(f"{where}: expected a 4-d (O, C/groups, kh, kw) weight, got shape "
+                         f"{tuple(w.shape)}")
     o = w.shape[0]
-    cols, (ho, wo) = _im2col(xp, x, w.shape[2:], stride, padding, dilation, groups)
+    cols, (ho, wo) = _im2col(xp, x, tuple(w.shape[2:]), stride, padding, dilation, groups, where)
     wmat = w.reshape(groups, o // groups, -1)
     y = xp.matmul(wmat, cols).reshape(x.shape[0], o, ho, wo)
     # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
@@ -106,6 +108,7 @@ def _convolve(xp: Any, x: Any, w: Any, stride: Pair, padding: Padding, dilation:
 def _conv2d_kernel(xp: Any) -> Any:
     def conv2d(x: Any, w: Any, b: Any, *, stride: Pair, padding: Padding, dilation: Pair,
                groups: int) -> Any:
+        check_same_dtype("nn.conv2d", ("input", x), ("weight", w), ("bias", b))
         y, cols = _convolve(xp, x, w, stride, padding, dilation, groups)
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
@@ -125,9 +128,16 @@ def _flipped_transposed(xp: Any, w: Any, groups: int) -> Any:
 def _input_grad_kernel(xp: Any) -> Any:
     def conv2d_input_grad(g: Any, w: Any, *, input_shape: tuple[int, ...], stride: Pair,
                           padding: Padding, dilation: Pair, groups: int) -> Any:
+        where = "nn.conv2d_input_grad"
+        if g.ndim != 4 or w.ndim != 4:
+            raise ShapeError(f"{where}: expected a 4-d gradient and weight, got shapes "
+                             f"{tuple(g.shape)} and {tuple(w.shape)}")
+        check_same_dtype(where, ("grad_output", g), ("weight", w))
         n, o, ho, wo = g.shape
-        c, h, wi = input_shape[1:]
         kh, kw = w.shape[2:]
+        check_output_size(where, tuple(input_shape), (kh, kw), stride, padding, dilation,
+                          (ho, wo))
+        c, h, wi = input_shape[1:]
         reach = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
         # Padding of g that makes the stride-1 convolution come out at the input's size (rows
         # of the input that no window reached, e.g. a transposed conv's output_padding, get 0).
@@ -168,7 +178,15 @@ def _weight_grad_from_cols(F: Any, g: Any, cols: Any, weight_shape: tuple[int, .
 def _weight_grad_kernel(xp: Any) -> Any:
     def conv2d_weight_grad(x: Any, g: Any, *, weight_shape: tuple[int, ...], stride: Pair,
                            padding: Padding, dilation: Pair, groups: int) -> Any:
-        cols, _ = _im2col(xp, x, weight_shape[2:], stride, padding, dilation, groups)
+        where = "nn.conv2d_weight_grad"
+        check_same_dtype(where, ("input", x), ("grad_output", g))
+        if g.ndim != 4 or len(weight_shape) != 4:
+            raise ShapeError(f"{where}: expected a 4-d gradient and weight shape, got "
+                             f"{tuple(g.shape)} and {tuple(weight_shape)}")
+        check_output_size(where, tuple(x.shape), tuple(weight_shape[2:]), stride, padding,
+                          dilation, tuple(g.shape[2:]))
+        cols, _ = _im2col(xp, x, tuple(weight_shape[2:]), stride, padding, dilation, groups,
+                          where)
         n, o = g.shape[:2]
         gmat = g.reshape(n, groups, o // groups, cols.shape[-1])
         dw = xp.matmul(gmat, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)

@@ -30,6 +30,13 @@ def _layer_norm_kernel(xp: Any) -> Any:
         mean = xp.mean(x, axis=axes, keepdims=True)
         y = x - mean
         var = xp.mean(y * y, axis=axes, keepdims=True)
+        if x.dtype != xp.float64 and not bool(xp.isfinite(var).all()):
+            # The squares overflowed (float32 from |x - mean| ~ 1.8e19, float16 from 256):
+            # a zero rstd would return zeros. In float64 finite rows stay finite (NaN and inf
+            # inputs still give NaN, as in PyTorch).
+            wide = [None if a is None else a.astype(xp.float64) for a in (x, w, b)]
+            y64, stats = layer_norm(*wide, normalized_ndim=normalized_ndim, eps=eps)
+            return y64.astype(x.dtype), tuple(v.astype(x.dtype) for v in stats)
         rstd = 1.0 / xp.sqrt(var + eps)
         y *= rstd
         if w is not None:

@@ -18,30 +18,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from pullback.errors import ShapeError
 from pullback.registry import Op
 
 from ._call import op_in
-from .conv import Padding, Pair, add_windows, crop, out_size, pad_input, windows
-
-
-def _out_hw(shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Padding,
-            dilation: Pair) -> Pair:
-    return (out_size(shape[2], kernel[0], stride[0], padding[0], dilation[0]),
-            out_size(shape[3], kernel[1], stride[1], padding[1], dilation[1]))
+from .conv import add_windows, crop, pad_input, windows
+from .geometry import Padding, Pair, check_number_dtype, check_output_size, check_windows
 
 
 def _window_view(xp: Any, x: Any, kernel: Pair, stride: Pair, padding: Padding,
-                 dilation: Pair) -> Any:
+                 dilation: Pair, where: str) -> Any:
     """The (N, C, kh, kw, Ho, Wo) windows of ``x`` padded with the dtype's lowest value."""
+    out_hw = check_windows(where, tuple(x.shape), kernel, stride, padding, dilation)
+    check_number_dtype(where, x)
     low = -xp.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min
-    out_hw = _out_hw(x.shape, kernel, stride, padding, dilation)
     return windows(xp, pad_input(xp, x, padding, low), kernel, stride, dilation, out_hw)
+
+
+def _check_pooled(where: str, x: Any, kernel: Pair, stride: Pair, padding: Padding,
+                  dilation: Pair, *pooled: Any) -> None:
+    """Check that each of ``pooled`` (a gradient, the pooled maxima) has the pooled shape."""
+    for p in pooled:
+        if p.shape[:2] != x.shape[:2]:
+            raise ShapeError(f"{where}: pooled shape {tuple(p.shape)} does not fit input "
+                             f"{tuple(x.shape)}")
+        check_output_size(where, tuple(x.shape), kernel, stride, padding, dilation,
+                          tuple(p.shape[2:]))
 
 
 def _max_pool_kernel(xp: Any) -> Any:
     def max_pool2d(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
                    dilation: Pair) -> Any:
-        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
+        win = _window_view(xp, x, kernel_size, stride, padding, dilation, "nn.max_pool2d")
         best = win[:, :, 0, 0].copy()
         for p in range(kernel_size[0]):
             for q in range(kernel_size[1]):
@@ -70,13 +78,15 @@ def _first_max_masks(xp: Any, win: Any, out: Any) -> Any:
 def _max_pool_backward_kernel(xp: Any) -> Any:
     def max_pool2d_backward(g: Any, x: Any, out: Any, *, kernel_size: Pair, stride: Pair,
                             padding: Padding, dilation: Pair) -> Any:
+        where = "nn.max_pool2d_backward"
+        win = _window_view(xp, x, kernel_size, stride, padding, dilation, where)
+        _check_pooled(where, x, kernel_size, stride, padding, dilation, g, out)
         n, c, h, w = x.shape
         (pt, pb), (pl, pr) = padding
         dxpad = xp.zeros((n, c, h + pt + pb, w + pl + pr), dtype=g.dtype)
         ho, wo = g.shape[2:]
         # Windows that do not overlap write disjoint positions: multiply straight into place.
         disjoint = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel_size))
-        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
         for p, q, hit in _first_max_masks(xp, win, out):
             r, s = p * dilation[0], q * dilation[1]
             target = dxpad[:, :, r:r + stride[0] * (ho - 1) + 1:stride[0],
@@ -93,10 +103,15 @@ def _max_pool_backward_kernel(xp: Any) -> Any:
 def _max_pool_select_kernel(xp: Any) -> Any:
     def max_pool2d_select(h: Any, x: Any, out: Any, *, kernel_size: Pair, stride: Pair,
                           padding: Padding, dilation: Pair) -> Any:
+        where = "nn.max_pool2d_select"
+        win = _window_view(xp, x, kernel_size, stride, padding, dilation, where)
+        _check_pooled(where, x, kernel_size, stride, padding, dilation, out)
+        if h.shape != x.shape:
+            raise ShapeError(f"{where}: h of shape {tuple(h.shape)} must have the input's shape "
+                             f"{tuple(x.shape)}")
         values = windows(xp, pad_input(xp, h, padding), kernel_size, stride, dilation,
                          out.shape[2:])
         picked = xp.zeros(out.shape, dtype=h.dtype)
-        win = _window_view(xp, x, kernel_size, stride, padding, dilation)
         for p, q, hit in _first_max_masks(xp, win, out):
             xp.copyto(picked, values[:, :, p, q], where=hit)
         return picked
@@ -134,7 +149,7 @@ def _divisor(xp: Any, shape: tuple[int, ...], kernel: Pair, stride: Pair, paddin
     """What each window's sum is divided by: the window's size, or its count of real inputs."""
     if count_include_pad:
         return kernel[0] * kernel[1]
-    ho, wo = _out_hw(shape, kernel, stride, padding, (1, 1))
+    ho, wo = check_windows("nn.avg_pool2d", tuple(shape), kernel, stride, padding, (1, 1))
     ones = pad_input(xp, xp.ones((1, 1) + tuple(shape[2:]), dtype=dtype), padding)
     return _window_sums(xp, ones, kernel, stride, (ho, wo))
 
@@ -154,7 +169,9 @@ def _window_sums(xp: Any, xpad: Any, kernel: Pair, stride: Pair, out_hw: Pair) -
 def _avg_pool_kernel(xp: Any) -> Any:
     def avg_pool2d(x: Any, *, kernel_size: Pair, stride: Pair, padding: Padding,
                    count_include_pad: bool) -> Any:
-        out_hw = _out_hw(x.shape, kernel_size, stride, padding, (1, 1))
+        where = "nn.avg_pool2d"
+        out_hw = check_windows(where, tuple(x.shape), kernel_size, stride, padding, (1, 1))
+        check_number_dtype(where, x, floating_only=True)
         total = _window_sums(xp, pad_input(xp, x, padding), kernel_size, stride, out_hw)
         total /= _divisor(xp, x.shape, kernel_size, stride, padding, count_include_pad, x.dtype)
         return total
@@ -165,6 +182,10 @@ def _avg_pool_kernel(xp: Any) -> Any:
 def _avg_pool_grad_kernel(xp: Any) -> Any:
     def avg_pool2d_grad(g: Any, *, input_shape: tuple[int, ...], kernel_size: Pair, stride: Pair,
                         padding: Padding, count_include_pad: bool) -> Any:
+        where = "nn.avg_pool2d_grad"
+        check_output_size(where, tuple(input_shape), kernel_size, stride, padding, (1, 1),
+                          tuple(g.shape[2:]))
+        check_number_dtype(where, g, floating_only=True)
         n, c, h, w = input_shape
         share = g / _divisor(xp, input_shape, kernel_size, stride, padding, count_include_pad,
                              g.dtype)

@@ -16,8 +16,20 @@ from . import _native
 from ._call import op_in
 
 
+def _degenerate(xp: Any, x: Any, log: bool) -> Any:
+    """Softmax (or log-softmax) where the max-shifted formula cannot run, as PyTorch returns
+    it: an empty input gives an empty result; a 0-d one is its own only element, weight 1
+    (log 0; NaN where x is NaN or infinite)."""
+    if x.size == 0:
+        return xp.empty_like(x)
+    shifted = xp.subtract(x, x)  # 0, or NaN for NaN and infinities
+    return shifted if log else xp.exp(shifted)
+
+
 def _softmax_kernel(xp: Any) -> Any:
     def softmax(x: Any, *, axis: int) -> Any:
+        if x.ndim == 0 or x.size == 0:
+            return _degenerate(xp, x, log=False)
         e = x - xp.max(x, axis=axis, keepdims=True)
         xp.exp(e, out=e)
         e /= xp.sum(e, axis=axis, keepdims=True)
@@ -41,6 +53,8 @@ def _softmax_backward_kernel(xp: Any) -> Any:
 
 def _log_softmax_kernel(xp: Any) -> Any:
     def log_softmax(x: Any, *, axis: int) -> Any:
+        if x.ndim == 0 or x.size == 0:
+            return _degenerate(xp, x, log=True)
         z = x - xp.max(x, axis=axis, keepdims=True)
         z -= xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
         return z

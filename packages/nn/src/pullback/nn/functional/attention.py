@@ -63,7 +63,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if p > 0.0:
         batch = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]))
         keep = keep_mask(tuple(batch) + (query.shape[-2], key.shape[-2]), p, query)
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    # With E = 0 every score is an empty sum, 0 whatever the scale (PyTorch: uniform weights).
+    scale = 1.0 / math.sqrt(max(query.shape[-1], 1)) if scale is None else float(scale)
     return apply(SDPA, query, key, value, bias, keep, scale=scale, causal=bool(is_causal))
 
 

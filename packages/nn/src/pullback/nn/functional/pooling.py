@@ -9,29 +9,29 @@ import numpy as np
 
 import pullback
 from pullback.dispatch import apply
-from pullback.errors import ShapeError
+from pullback.errors import ArgumentError
 from pullback.tensor import Tensor
 
 from .._checks import expect_ndim, pair
-from .._ops.conv import out_size
+from .._ops.geometry import check_geometry, check_number_dtype, check_windows
 from .._ops.pool import AVG_POOL2D, MAX_POOL2D
 
 
 def _geometry(where: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any,
-              dilation: Any = 1) -> dict[str, Any]:
+              dilation: Any = 1, floating_only: bool = False) -> dict[str, Any]:
     expect_ndim(where, x, (4,))
+    check_number_dtype(where, x, floating_only)
     kernel = pair(kernel_size, where, "kernel_size")
     step = kernel if stride is None or stride == () else pair(stride, where, "stride")
     pad = pair(padding, where, "padding")
     dil = pair(dilation, where, "dilation")
+    pads = ((pad[0], pad[0]), (pad[1], pad[1]))
+    check_geometry(where, kernel, step, pads, dil)
     if any(p > k // 2 for p, k in zip(pad, kernel)):
-        raise ValueError(f"{where}: padding {pad} must be at most half the kernel size {kernel}")
-    for axis in range(2):
-        if out_size(x.shape[2 + axis], kernel[axis], step[axis], (pad[axis],) * 2, dil[axis]) < 1:
-            raise ShapeError(f"{where}: input of shape {tuple(x.shape)} is smaller than the "
-                             f"window {kernel} (padding {pad}, dilation {dil})")
-    return dict(kernel_size=kernel, stride=step, padding=((pad[0], pad[0]), (pad[1], pad[1])),
-                dilation=dil)
+        raise ArgumentError(f"{where}: padding {pad} must be at most half the kernel size "
+                            f"{kernel}")
+    check_windows(where, tuple(x.shape), kernel, step, pads, dil)
+    return dict(kernel_size=kernel, stride=step, padding=pads, dilation=dil)
 
 
 def _batched(fn: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -54,7 +54,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     false."""
     if input.ndim == 3:
         return _batched(avg_pool2d, input, kernel_size, stride, padding, count_include_pad)
-    geometry = _geometry("avg_pool2d", input, kernel_size, stride, padding)
+    geometry = _geometry("avg_pool2d", input, kernel_size, stride, padding, floating_only=True)
     del geometry["dilation"]
     return apply(AVG_POOL2D, input, count_include_pad=bool(count_include_pad), **geometry)
 
@@ -77,7 +77,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
         output_size = (output_size, output_size)
     oh, ow = (s if s is not None else input.shape[2 + i] for i, s in enumerate(output_size))
     if oh < 1 or ow < 1:
-        raise ValueError(f"adaptive_avg_pool2d: output size must be positive, got {output_size}")
+        raise ArgumentError(f"adaptive_avg_pool2d: output size must be positive, got {output_size}")
     rows = _averaging_matrix(input.shape[2], oh, input)
     cols = _averaging_matrix(input.shape[3], ow, input)
     return rows @ input @ cols.mT

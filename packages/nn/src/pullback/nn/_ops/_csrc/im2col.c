@@ -5,7 +5,19 @@
  * it; col2im adds each element back into its pixel (the adjoint, used by the input gradient).
  * Each call handles planes (n, c) lo..hi. NumPy does both through strided views whose inner
  * dimension is one output row (a dozen elements for small images), where its loops spend more
- * time on bookkeeping than on data. */
+ * time on bookkeeping than on data.
+ *
+ * What the callers guarantee (pullback/nn/_ops/_native.py checks it with geometry.py before
+ * every call; nothing here checks it again):
+ *   - x / dx hold N*C planes of h*w floats, cols N*C planes of kh*kw*ho*wo floats, C-contiguous,
+ *     not overlapping each other; 0 <= lo <= hi <= N*C;
+ *   - kh, kw, sh, sw, dh, dw >= 1 (sw is a divisor below: 0 would trap with SIGFPE), pt, pl >= 0;
+ *   - ho, wo >= 1 and equal to (size + pad_before + pad_after - dilation*(k-1) - 1)/stride + 1,
+ *     so every window starts inside the padded image;
+ *   - the padded sizes are below 2^62 and the stride along an axis with one window is 1, so that
+ *     no index below (i*sh - pt + p*dh, j*sw + c0, -c0 + sw - 1) overflows int64.
+ * Rows and columns that fall in the padding are never read: they are skipped (col2im) or written
+ * as zeros (im2col). */
 #include <stdint.h>
 #include <string.h>
 

@@ -5,7 +5,14 @@
  *
  * Row sums keep LANES independent float partial sums per chunk of CHUNK elements and add the
  * chunks in double: strict IEEE order forbids gcc from vectorizing one running sum, and the
- * partial sums are also more accurate than one. */
+ * partial sums are also more accurate than one.
+ *
+ * What the callers guarantee (pullback/nn/_ops/_native.py, which returns NotImplemented for
+ * anything else; nothing here checks it again):
+ *   - every array is C-contiguous float32 of rows x cols elements (cols >= 1), except w and b
+ *     (cols elements, or NULL), mean and rstd (rows elements) and gw, gb (cols elements);
+ *   - outputs do not overlap inputs, except softmax_f32's y, which may be x itself;
+ *   - 0 <= lo <= hi <= rows (columns for layer_norm_backward_params_f32), period >= 1. */
 #include "pullback_math.h"
 
 #define LANES 16
@@ -101,6 +108,26 @@ void softmax_backward_f32(int64_t lo, int64_t hi, const float *restrict gy,
     }
 }
 
+/* One row of layer_norm_f32 in double: for rows whose float statistics overflow (|x - mean|
+ * above ~1.8e19 squares to inf in float, and a float rstd of 0 would turn the row into zeros).
+ * In double nothing a float row holds can overflow, so finite rows come out finite. */
+static void layer_norm_row_f64(const float *x, const float *w, const float *b, float *y,
+                               float *mean, float *rstd, int64_t cols, float eps) {
+    double s = 0, ss = 0;
+    for (int64_t j = 0; j < cols; j++) s += x[j];
+    double mu = s / (double)cols;
+    for (int64_t j = 0; j < cols; j++) ss += ((double)x[j] - mu) * ((double)x[j] - mu);
+    double rs = 1.0 / __builtin_sqrt(ss / (double)cols + eps);
+    for (int64_t j = 0; j < cols; j++) {
+        double v = ((double)x[j] - mu) * rs;
+        if (w) v *= w[j];
+        if (b) v += b[j];
+        y[j] = (float)v;
+    }
+    *mean = (float)mu;
+    *rstd = (float)rs;
+}
+
 /* y = (x - mean) * rstd * w + b per row (w, b may be NULL); mean and rstd saved per row. */
 void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float *restrict w,
                     const float *restrict b, float *restrict y, float *restrict mean,
@@ -112,6 +139,11 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
         /* sum of (x - mu)^2, as the dot of x - mu with itself, x - mu written to y first */
         for (int64_t j = 0; j < cols; j++) yr[j] = xr[j] - mu;
         double ss = row_dot(yr, yr, cols, 0.0f, 1.0f);
+        if (!__builtin_isfinite(ss) || !__builtin_isfinite(mu)) {
+            /* overflow, or a NaN/inf in the row (which gives NaN either way) */
+            layer_norm_row_f64(xr, w, b, yr, mean + r, rstd + r, cols, eps);
+            continue;
+        }
         float rs = 1.0f / __builtin_sqrtf((float)(ss / (double)cols) + eps);
         int64_t j;
         mean[r] = mu;

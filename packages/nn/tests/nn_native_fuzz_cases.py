@@ -1,0 +1,306 @@
+"""One fuzz case of an nn native kernel's entry point (``pullback/nn/_ops/_native.py``) against
+the NumPy fallback, run in a worker process by ``test_native_fuzz.py`` (see
+:mod:`pullback.testing.isolation`): a crash there is a failing case, not a dead pytest.
+
+A case is a JSON dict: ``entry`` names the entry point, the other keys its arguments (shapes,
+geometry, dtypes, memory layouts, a seed for the values). :func:`run_case` returns ``None`` when
+the entry point behaved, else what was wrong. Behaving means: for arguments that are valid (an
+independent check here, not the validation layer under test) the native result, or
+``NotImplemented``, and the fallback agree; for invalid ones both refuse with a typed pullback
+error (or NumPy's MemoryError/ValueError for a size no array can have); nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import pullback.nn  # noqa: F401 - registers the ops
+from pullback.errors import PullbackError
+from pullback.nn._ops import _native, conv, geometry, norm, softmax
+from pullback.testing.layouts import fuzz_values, laid_out
+
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+_INDEX_MAX = 2 ** 62
+
+
+def make_array(shape: list[int], dtype: str, layout: str, seed: int, special: bool) -> Any:
+    """The case's values (:func:`pullback.testing.layouts.fuzz_values`) in its layout."""
+    return laid_out(fuzz_values(tuple(shape), dtype, seed, special), layout)
+
+
+def _outcome(call: Any) -> tuple[str, Any]:
+    """``("value", result)``, ``("refused", error)`` or ``("raised", error)`` for ``call()``."""
+    try:
+        return "value", call()
+    except PullbackError as exc:
+        return "refused", exc
+    except (MemoryError, ValueError) as exc:
+        if isinstance(exc, MemoryError) or "too big" in str(exc) or "maximum" in str(exc).lower():
+            return "refused", exc  # an allocation no machine can make
+        return "raised", exc
+    except Exception as exc:  # noqa: BLE001 - reported
+        return "raised", exc
+
+
+def _describe(kind: str, value: Any) -> str:
+    if kind == "value":
+        return "NotImplemented" if value is NotImplemented else f"an array {getattr(value, 'shape', value)}"
+    return f"{type(value).__name__}: {value}"
+
+
+def _compare(native: tuple[str, Any], fallback: tuple[str, Any], valid: bool,
+             exact: bool, rtol: float = 2e-5, atol: float = 1e-6,
+             finite_only: bool = False) -> str | None:
+    """``None`` when the two outcomes agree. Values agree within ``rtol`` and ``atol`` times the
+    largest finite magnitude of the fallback's (sums of many terms round differently in C and
+    NumPy); with ``finite_only`` elements either side makes non-finite or huge (overflowing
+    sums of the inputs' 1e38s, in a different order) are not compared."""
+    for name, (kind, value) in (("native", native), ("fallback", fallback)):
+        if kind == "raised":
+            return f"{name} raised an untyped {_describe(kind, value)}"
+        if valid and kind == "refused":
+            return f"{name} refused valid arguments: {_describe(kind, value)}"
+        if not valid and kind == "value" and value is not NotImplemented:
+            return f"{name} accepted invalid arguments and returned {_describe(kind, value)}"
+    if native[0] == "value" and native[1] is not NotImplemented and fallback[0] == "value":
+        a, b = np.asarray(native[1]), np.asarray(fallback[1])
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"native gave {a.shape} {a.dtype}, fallback {b.shape} {b.dtype}"
+        if exact:
+            same = np.array_equal(a, b, equal_nan=True)
+        else:
+            with np.errstate(all="ignore"):
+                a, b = a.astype(np.float64), b.astype(np.float64)
+                if finite_only:
+                    keep = np.isfinite(a) & np.isfinite(b) & (np.abs(b) < 1e30) & (np.abs(a) < 1e30)
+                    a, b = a[keep], b[keep]
+                moderate = np.abs(b[np.isfinite(b) & (np.abs(b) < 1e30)])
+                scale = max(float(moderate.max()) if moderate.size else 0.0, 1.0)
+                same = np.allclose(a, b, rtol=rtol, atol=atol * scale, equal_nan=True)
+        if not same:
+            with np.errstate(all="ignore"):
+                worst = np.nanmax(np.abs(a.astype(np.float64) - b)) if a.size else 0
+            return f"native and fallback differ (max |difference| {worst:.3g})"
+    return None
+
+
+def _geometry_valid(shape: tuple[int, ...], kernel: Any, stride: Any, padding: Any,
+                    dilation: Any, out_hw: Any) -> bool:
+    """The oracle of validity: PyTorch's rules, written out independently of geometry.py."""
+    pairs = [kernel, stride, dilation, padding[0], padding[1], out_hw]
+    if len(shape) != 4 or any(len(p) != 2 for p in pairs):
+        return False
+    if any(not _INT64[0] <= v <= _INT64[1] for p in pairs for v in p):
+        return False
+    if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1:
+        return False
+    if min(padding[0] + padding[1]) < 0:
+        return False
+    for a in range(2):
+        padded = shape[2 + a] + padding[a][0] + padding[a][1]
+        if padded > _INDEX_MAX:
+            return False
+        out = (padded - dilation[a] * (kernel[a] - 1) - 1) // stride[a] + 1
+        if out < 1 or out != out_hw[a]:
+            return False
+    return True
+
+
+def _pairs(case: dict[str, Any]) -> tuple[Any, ...]:
+    return (tuple(case["kernel"]), tuple(case["stride"]),
+            tuple(tuple(p) for p in case["padding"]), tuple(case["dilation"]),
+            tuple(case["out_hw"]))
+
+
+def _im2col(case: dict[str, Any]) -> str | None:
+    kernel, stride, padding, dilation, out_hw = _pairs(case)
+    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    valid = _geometry_valid(x.shape, kernel, stride, padding, dilation, out_hw)
+    native = _outcome(lambda: _native.im2col(x, kernel, out_hw, stride, padding, dilation))
+
+    def fallback() -> Any:  # the NumPy path of the conv kernels: checked, padded, viewed
+        geometry.check_output_size("im2col", tuple(x.shape), kernel, stride, padding, dilation,
+                                   out_hw)
+        return conv.windows(np, conv.pad_input(np, x, padding), kernel, stride, dilation,
+                            out_hw).copy()
+
+    fallback = _outcome(fallback)
+    return _compare(native, fallback, valid, exact=True)
+
+
+def _col2im(case: dict[str, Any]) -> str | None:
+    kernel, stride, padding, dilation, out_hw = _pairs(case)
+    n, c, h, w = case["shape"]
+    cols_shape = [n, c, *kernel, *out_hw]
+    if any(not 0 <= s <= 2 ** 20 for s in cols_shape) or np.prod(cols_shape, dtype=object) > 2 ** 22:
+        cols_shape = [n, c, 1, 1, 1, 1]  # no such array can be made: the geometry disagrees
+    cols = make_array(cols_shape, case["dtype"], case["layout"], case["seed"], case["special"])
+    ck, co = tuple(cols.shape[2:4]), tuple(cols.shape[4:])
+    valid = _geometry_valid((n, c, h, w), ck, stride, padding, dilation, co)
+
+    def fallback() -> Any:  # the NumPy path of conv2d_input_grad: checked, then col2im
+        geometry.check_output_size("col2im", (n, c, h, w), ck, stride, padding, dilation, co)
+        (pt, pb), (pl, pr) = padding
+        dxpad = np.zeros((n, c, h + pt + pb, w + pl + pr), dtype=cols.dtype)
+        conv.add_windows(np, dxpad, cols, stride, dilation)
+        return conv.crop(np, dxpad, padding, (h, w))
+
+    native = _outcome(lambda: _native.col2im(cols, (h, w), stride, padding, dilation))
+    return _compare(native, _outcome(fallback), valid, exact=False)
+
+
+def _softmax(case: dict[str, Any]) -> str | None:
+    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    axis, scale, causal = case["axis"], case["scale"], case["causal"]
+    numpy_softmax = softmax._softmax_kernel(np).__wrapped__
+    in_place = case["in_place"]
+
+    def native() -> Any:
+        target = x.copy() if in_place else x
+        return _native.softmax(target, axis=axis, scale=scale, causal=causal,
+                               out=target if in_place else None)
+
+    def fallback() -> Any:
+        if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
+            raise IndexError(axis)
+        s = x * np.float32(scale) if x.dtype == np.float32 else x * scale
+        if causal and x.ndim >= 2:
+            s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)
+        return numpy_softmax(s.astype(x.dtype), axis=axis % max(x.ndim, 1))
+
+    n = _outcome(native)
+    if n[0] == "raised":
+        return f"native raised {_describe(*n)}"
+    if n[0] != "value" or n[1] is NotImplemented:
+        return None
+    if causal and x.ndim < 2:
+        return "native took a causal mask without a query axis"
+    if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
+        return f"native took axis {axis} of a {x.ndim}-d input"
+    return _compare(n, _outcome(fallback), valid=True, exact=False,
+                    finite_only=case["special"])
+
+
+def _softmax_backward(case: dict[str, Any]) -> str | None:
+    y = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    gy = make_array(case["other_shape"], case["dtype"], case["other_layout"], case["seed"] + 1,
+                    False)
+    axis = case["axis"]
+    numpy_backward = softmax._softmax_backward_kernel(np).__wrapped__
+    n = _outcome(lambda: _native.softmax_backward(gy, y, axis=axis))
+    if n[0] == "raised":
+        return f"native raised {_describe(*n)}"
+    if n[1] is NotImplemented:
+        return None
+    if not -max(y.ndim, 1) <= axis < max(y.ndim, 1):
+        return f"native took axis {axis} of a {y.ndim}-d input"
+    f = _outcome(lambda: numpy_backward(gy, y, axis=axis))
+    if f[0] != "value":
+        return f"native accepted what the fallback refused: {_describe(*f)}"
+    rows = _ordinary_rows(y, 1) & _ordinary_rows(gy, 1)  # a row's sum decides all of it
+    return _compare(("value", n[1][rows]), ("value", f[1][rows]), valid=True, exact=False)
+
+
+def _param(case: dict[str, Any], key: str, shape: tuple[int, ...], seed: int) -> Any:
+    choice = case[key]
+    if choice == "none":
+        return None
+    if choice == "wrong":
+        shape = tuple(s + 1 for s in shape) or (2,)
+    return make_array(list(shape), case["dtype"], "contiguous", seed, False)
+
+
+def _layer_norm(case: dict[str, Any]) -> str | None:
+    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    nd = case["normalized_ndim"]
+    normalized = x.shape[x.ndim - nd:] if 0 < nd <= x.ndim else (3,)
+    w, b = _param(case, "w", normalized, case["seed"] + 1), _param(case, "b", normalized, 2)
+    numpy_ln = norm._layer_norm_kernel(np).__wrapped__
+    n = _outcome(lambda: _native.layer_norm(x, w, b, normalized_ndim=nd, eps=case["eps"]))
+    if n[0] == "raised":
+        return f"native raised {_describe(*n)}"
+    if n[1] is NotImplemented:
+        return None
+    f = _outcome(lambda: numpy_ln(x, w, b, normalized_ndim=nd, eps=case["eps"]))
+    if f[0] != "value":
+        return f"native accepted what the fallback refused: {_describe(*f)}"
+    rows = _ordinary_rows(x, nd)
+    (y, (mean, rstd)), (y0, (mean0, rstd0)) = n[1], f[1]
+    for got, want, what in ((mean, mean0, "mean"), (rstd, rstd0, "rstd")):
+        problem = _compare(("value", got[rows]), ("value", want[rows]), valid=True, exact=False,
+                           rtol=1e-4, atol=1e-6)
+        if problem:
+            return f"{what}: {problem}"
+    # y = (x - mean) * rstd * w + b: float32 rounds x - mean to eps * |x|, which rstd magnifies
+    # where a row barely varies (broadcast rows: all equal, 0 / 0 but for eps).
+    y, y0 = y[rows].astype(np.float64), y0[rows].astype(np.float64)
+    noise = (np.abs(x[rows]) + np.abs(mean0[rows])) * rstd0[rows] * (1 if w is None else np.abs(w))
+    bound = 1e-4 * np.abs(y0) + 32 * 2.0 ** -23 * noise + 1e-6
+    bad = ~((np.abs(y - y0) <= bound) | (np.isnan(y) & np.isnan(y0)) | (y == y0))
+    if bad.any():
+        where = tuple(np.argwhere(bad)[0])
+        return f"y: native {y[where]!r} and fallback {y0[where]!r} differ at {where}"
+    return None
+
+
+def _ordinary_rows(x: Any, nd: int) -> Any:
+    """The rows (leading indices) of ``x`` without NaN, infinities or magnitudes above 1e30:
+    a row holding +1e38 and -1e38 has a mean that float32 and float64 (in any order of
+    summation) both lose, differently. Rows with them are tested for not crashing only."""
+    lead = x.reshape(x.shape[:x.ndim - nd] + (-1,))
+    with np.errstate(all="ignore"):
+        return (np.isfinite(lead) & (np.abs(lead) < 1e30)).all(axis=-1)
+
+
+def _layer_norm_backward(case: dict[str, Any]) -> str | None:
+    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    nd = case["normalized_ndim"]
+    g = make_array(case["other_shape"], case["dtype"], case["other_layout"], case["seed"] + 1,
+                   False)
+    normalized = x.shape[x.ndim - nd:] if 0 < nd <= x.ndim else (3,)
+    w = _param(case, "w", normalized, case["seed"] + 2)
+    kept = x.shape[:x.ndim - nd] + (1,) * nd if 0 < nd <= x.ndim else (1,)
+    if case["stats"] == "wrong":
+        kept = tuple(s + 1 for s in kept)
+    rng = np.random.default_rng(case["seed"] + 3)
+    mean = rng.standard_normal(kept).astype(case["dtype"])
+    rstd = (rng.random(kept) + 0.5).astype(case["dtype"])
+    numpy_backward = norm._layer_norm_backward_kernel(np).__wrapped__
+    n = _outcome(lambda: _native.layer_norm_backward(g, x, w, mean, rstd, normalized_ndim=nd))
+    if n[0] == "raised":
+        return f"native raised {_describe(*n)}"
+    if n[1] is NotImplemented:
+        return None
+    f = _outcome(lambda: numpy_backward(g, x, w, mean, rstd, normalized_ndim=nd))
+    if f[0] != "value":
+        return f"native accepted what the fallback refused: {_describe(*f)}"
+    rows = _ordinary_rows(x, nd) & _ordinary_rows(g, nd)
+    for got, want, what in zip(n[1], f[1], ("gx", "gw", "gb")):
+        if got is not None and what != "gx":
+            if not rows.all():
+                continue  # column sums over every row: a huge row decides them
+            rows_of = slice(None)
+        else:
+            rows_of = rows
+        if got is None or want is None:
+            if (got is None) != (want is None):
+                return f"{what}: given by one side only"
+            continue
+        problem = _compare(("value", got[rows_of]), ("value", want[rows_of]), valid=True,
+                           exact=False, rtol=1e-4, atol=2e-5)
+        if problem:
+            return f"{what}: {problem}"
+    return None
+
+
+KERNELS = {"im2col": _im2col, "col2im": _col2im, "softmax": _softmax,
+           "softmax_backward": _softmax_backward, "layer_norm": _layer_norm,
+           "layer_norm_backward": _layer_norm_backward}
+
+
+def run_case(case: dict[str, Any]) -> str | None:
+    """Run one case (see the module's docstring)."""
+    with np.errstate(all="ignore"):
+        return KERNELS[case["entry"]](case)

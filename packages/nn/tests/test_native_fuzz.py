@@ -1,0 +1,159 @@
+"""Fuzzing nn's native kernels (im2col, col2im, softmax and layer norm with their backwards)
+through their entry points, each case in a worker process (``pullback.testing.isolation``): a
+crash fails the case and says which, instead of killing pytest.
+
+Hypothesis draws shapes, memory layouts (transposed, strided, reversed, broadcast), dtypes,
+special values, and for the window kernels strides, dilations, paddings and output sizes that
+are zero, negative, huge or wrong. ``nn_native_fuzz_cases.run_case`` compares each result with
+the NumPy fallback, and checks that invalid arguments are refused with a typed error.
+
+The same cases run a second time, fewer of them, on kernels built with
+``-fsanitize=address,undefined`` (an out-of-bounds access or undefined behaviour there aborts
+the worker); that part skips, saying why, where the compiler has no sanitizers.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import strategies as st  # noqa: E402
+
+from pullback.testing.isolation import (  # noqa: E402
+    IsolatedRunner, fuzz_in_isolation, sanitizer_environment,
+)
+
+CASES_FILE = Path(__file__).with_name("nn_native_fuzz_cases.py")
+KERNELS = ("im2col", "col2im", "softmax", "softmax_backward", "layer_norm", "layer_norm_backward")
+CASES_PER_KERNEL = 2000
+SANITIZED_CASES_PER_KERNEL = 200
+
+# -- strategies --------------------------------------------------------------------------------
+
+HUGE = [2 ** 31, 2 ** 62, 2 ** 63 - 1, 2 ** 63, -(2 ** 31), -(2 ** 63)]
+layouts = st.sampled_from(["contiguous", "contiguous", "transposed", "strided", "reversed",
+                           "broadcast"])
+dtypes = st.sampled_from(["float32"] * 6 + ["float64", "float16", "int32"])
+seeds = st.integers(0, 2 ** 31 - 1)
+
+
+def _geometry_value(low: int, high: int, hostile: bool) -> st.SearchStrategy[int]:
+    """``low..high``; in a hostile case also 0, negatives and huge values (one integer draw
+    each: Hypothesis's time goes into draws; codes below -2 stand for the huge values)."""
+    if not hostile:
+        return st.integers(low, high)
+    return st.integers(-2 - len(HUGE), high).map(lambda v: HUGE[-3 - v] if v < -2 else v)
+
+
+@st.composite
+def window_case(draw: Any, kernel_name: str) -> dict[str, Any]:
+    n, c = draw(st.integers(0, 3)), draw(st.integers(1, 4))
+    h, w = draw(st.integers(0, 24)), draw(st.integers(0, 24))
+    if draw(st.booleans()):  # large enough for the native path (1,024 elements)
+        n, c, h, w = max(n, 1), max(c, 2), max(h, 16), max(w, 16)
+    hostile = draw(st.integers(0, 9)) < 4  # else every value is one PyTorch accepts
+
+    def pair(low: int, high: int) -> list[int]:
+        value = _geometry_value(low, high, hostile)
+        return [draw(value), draw(value)]
+
+    kernel, stride, dilation = pair(1, 5), pair(1, 4), pair(1, 3)
+    padding = [pair(0, 3), pair(0, 3)]
+    out_hw = []
+    for a, size in enumerate((h, w)):
+        try:
+            out = (size + padding[a][0] + padding[a][1] - dilation[a] * (kernel[a] - 1) - 1) \
+                // stride[a] + 1
+        except ZeroDivisionError:
+            out = 1
+        out_hw.append(out)
+    off = draw(st.sampled_from([(0, 0)] * 6 + [(1, 0), (0, -1), (-1, 2)]))  # a wrong out_hw
+    seed = draw(seeds)
+    return {"entry": kernel_name, "shape": [n, c, h, w], "kernel": kernel, "stride": stride,
+            "padding": padding, "dilation": dilation,
+            "out_hw": [out_hw[0] + off[0], out_hw[1] + off[1]],
+            "dtype": draw(dtypes), "layout": draw(layouts), "seed": seed // 2,
+            "special": bool(seed % 2)}
+
+
+@st.composite
+def rows_shape(draw: Any) -> list[int]:
+    ndim = draw(st.integers(0, 3))
+    shape = [draw(st.integers(0, 12)) for _ in range(ndim)]
+    if ndim and draw(st.booleans()):  # large enough for the native path (1,024 elements)
+        shape[-1] = max(shape[-1], draw(st.sampled_from([1, 15, 16, 17, 64, 257, 1031])))
+        if len(shape) > 1:
+            shape[0] = max(shape[0], 1024 // (shape[-1] * max(1, math.prod(shape[1:-1]))) + 1)
+    return shape
+
+
+@st.composite
+def rows_case(draw: Any, kernel_name: str) -> dict[str, Any]:
+    # Only the arguments the entry point takes are drawn: each draw costs Hypothesis time.
+    shape = draw(rows_shape())
+    two_inputs = kernel_name.endswith("backward")
+    other = draw(st.one_of(st.just(shape), rows_shape())) if two_inputs else shape
+    ndim = max(len(shape), 1)
+    case = {"entry": kernel_name, "shape": shape, "other_shape": other,
+            "dtype": draw(dtypes), "layout": draw(layouts),
+            "other_layout": draw(layouts) if two_inputs else "contiguous",
+            "seed": draw(seeds), "special": draw(st.booleans())}
+    if kernel_name.startswith("softmax"):
+        case["axis"] = draw(st.one_of(st.just(-1), st.integers(-ndim - 1, ndim)))
+    if kernel_name == "softmax":
+        case.update(scale=draw(st.sampled_from([1.0, 0.37, -1.5, 0.0, 1e30])),
+                    causal=draw(st.booleans()), in_place=draw(st.booleans()))
+    if kernel_name.startswith("layer_norm"):
+        case.update(normalized_ndim=draw(st.integers(-1, 3)),
+                    w=draw(st.sampled_from(["none", "given", "given", "wrong"])),
+                    b=draw(st.sampled_from(["none", "given", "wrong"])),
+                    stats=draw(st.sampled_from(["right"] * 4 + ["wrong"])),
+                    eps=draw(st.sampled_from([1e-5, 1e-3, 1.0])))
+    return case
+
+
+def strategy(kernel_name: str) -> st.SearchStrategy[dict[str, Any]]:
+    if kernel_name in ("im2col", "col2im"):
+        return window_case(kernel_name)
+    return rows_case(kernel_name)
+
+
+# -- the runs ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def workers() -> Any:
+    # Without a compiler (or with PULLBACK_NATIVE=0) the entry points return NotImplemented:
+    # their checks are still fuzzed.
+    made: dict[str, IsolatedRunner] = {}
+
+    def worker(kind: str) -> IsolatedRunner:
+        if kind not in made:
+            env: dict[str, str] | None = {}
+            if kind == "sanitized":
+                env, why = sanitizer_environment()
+                if env is None:
+                    pytest.skip(why)
+            made[kind] = IsolatedRunner(CASES_FILE, "run_case", env=env)
+        return made[kind]
+
+    yield worker
+    for runner in made.values():
+        runner.close()
+
+
+@pytest.mark.parametrize("kernel_name", KERNELS)
+def test_entry_point_never_crashes_and_agrees_with_numpy(workers: Any, kernel_name: str) -> None:
+    ran = fuzz_in_isolation(workers("plain"), strategy(kernel_name), CASES_PER_KERNEL)
+    assert ran >= CASES_PER_KERNEL
+
+
+@pytest.mark.parametrize("kernel_name", KERNELS)
+def test_entry_point_under_address_and_undefined_behaviour_sanitizers(workers: Any,
+                                                                      kernel_name: str) -> None:
+    ran = fuzz_in_isolation(workers("sanitized"), strategy(kernel_name),
+                            SANITIZED_CASES_PER_KERNEL)
+    assert ran >= SANITIZED_CASES_PER_KERNEL
