@@ -7,6 +7,8 @@ accepts (pullback is stricter there, or the record's PyTorch spelling checks fir
 PyTorch error to compare with and are left out.
 """
 
+# ruff: noqa: B023 - the lambdas made in loops here are called at once, inside the loop
+
 from __future__ import annotations
 
 from typing import Any, Callable

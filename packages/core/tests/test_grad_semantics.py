@@ -3,6 +3,8 @@ max/min along a dim (to the returned index), and edge values on a grid (pow at z
 ties, kinks) against PyTorch; and, over the whole op database, that no op silently drops the
 gradient of a float input its output depends on."""
 
+# ruff: noqa: B023 - the lambdas made in loops here are called at once, inside the loop
+
 from __future__ import annotations
 
 import itertools
@@ -14,7 +16,7 @@ import pytest
 import pullback as pb
 from pullback.errors import AutogradError
 from pullback.testing.compare import flatten_outputs
-from pullback.testing.opdb import OP_DB, PullbackFactory, sample_cases
+from pullback.testing.opdb import PullbackFactory, sample_cases
 
 torch = pytest.importorskip("torch", reason="PyTorch, the oracle, is installed for Python 3.11 only")
 

@@ -2,6 +2,8 @@
 Python numbers, through the representative ops; result_type/promote_types/can_cast; the
 in-place rule; and the cases that were wrong under NumPy's promotion."""
 
+# ruff: noqa: B023 - the lambdas made in loops here are called at once, inside the loop
+
 from __future__ import annotations
 
 import itertools

@@ -115,7 +115,7 @@ _FLOAT_KINDS = "fcV"  # float, complex, and ml_dtypes' bfloat16 (kind "V")
 _BOOL, _INTEGRAL, _FLOATING, _COMPLEX = 0, 1, 2, 3
 
 
-def category(dtype: np.dtype) -> int:
+def category(dtype: np.dtype) -> builtins.int:
     """0 for bool, 1 for integers, 2 for floats (bfloat16 included), 3 for complex."""
     kind = dtype.kind
     if kind == "b":

@@ -110,8 +110,10 @@ def promote(op: Any, args: tuple[Any, ...], arrays: list[Any]) -> tuple[tuple[An
 
 def _plan(name: str, rule: Promotion, signature: tuple[Any, ...]) -> Any:
     positions = range(len(signature)) if rule.args is None else rule.args
-    dims, zero_dims, numbers = [], [], []
-    tensors = []
+    dims: list[np.dtype] = []
+    zero_dims: list[np.dtype] = []
+    numbers: list[np.dtype] = []
+    tensors: list[int] = []
     for i in positions:
         if i >= len(signature):
             continue

@@ -34,13 +34,15 @@ def normalize_key(x: Any, key: Any) -> tuple[Key, bool]:
             if k.device is not x.device:
                 raise DeviceError(f"index: tensor on {x.device} indexed by a tensor on {k.device}")
             if k.dtype.kind not in "biu":
-                raise IndexDTypeError(f"index: tensors used as indices must be integer or bool, got {k.dtype}")
+                raise IndexDTypeError(
+                    f"index: tensors used as indices must be integer or bool, got {k.dtype}")
             out.append(k.array)
             advanced = True
         elif isinstance(k, (list, tuple, np.ndarray, bool)):
             arr = np.asarray(k)
             if arr.dtype.kind not in "biu":
-                raise IndexDTypeError(f"index: arrays used as indices must be integer or bool, got {arr.dtype}")
+                raise IndexDTypeError(
+                    f"index: arrays used as indices must be integer or bool, got {arr.dtype}")
             out.append(x.device.backend.asarray(arr, index=x.device.index or 0))
             advanced = True
         elif isinstance(k, np.integer):

@@ -13,7 +13,6 @@ from typing import Any, Callable
 
 from ..dispatch import apply
 from ..dtypes import int64, to_dtype
-from ..errors import ShapeError
 from ..promotion import FLOAT
 from ..registry import Op
 from ._axes import kept_shape, normalize_axes, pick_axis, to_axis_attr

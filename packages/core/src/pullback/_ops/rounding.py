@@ -76,7 +76,8 @@ def _div_rounded_kernel(xp: Any) -> Any:
     def div_rounded(x: Any, y: Any, rounding_mode: str) -> Any:
         if rounding_mode == "floor":
             return xp.floor_divide(x, y)
-        if getattr(x, "dtype", getattr(y, "dtype", None)).kind in "biu":
+        dtype = getattr(x, "dtype", None)
+        if (y.dtype if dtype is None else dtype).kind in "biu":
             # C division truncates: the floor quotient, plus one where a remainder is left and
             # the signs differ.
             q = xp.floor_divide(x, y)
