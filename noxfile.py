@@ -6,7 +6,7 @@
     nox -s lint               ruff on everything, mypy on core
     nox -s docs               the documentation site, built with --strict
     nox -s bench              every script in benchmarks/
-    nox -s report             regenerate docs/gradcheck.md
+    nox -s report             regenerate docs/gradcheck.md and docs/errors.md
     nox -s demo               the main job: train the char-level GPT on TinyShakespeare, sample
     nox -s demo-mnist         a one-minute job: train a small MLP on Fashion-MNIST
 
@@ -237,7 +237,8 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=ORACLE_PYTHON)
 def report(session: nox.Session) -> None:
-    """Regenerate docs/gradcheck.md (gradcheck and PyTorch parity of every registered op)."""
+    """Regenerate docs/gradcheck.md (gradcheck and PyTorch parity of every registered op) and
+    docs/errors.md (every error case: bad input, error raised, message), from one run."""
     session.install(*_editable(list(PACKAGES)))
     session.run("python", "-m", "pullback.testing.report", *session.posargs)
 

@@ -277,10 +277,11 @@ def compare_runs(actual: Run, expected: Run, *, dtype_note: str = "",
     return out
 
 
-def error_case_problem(record: OpRecord, case: ErrorCase, device: Any = "cpu",
-                       check_message: bool = True) -> str | None:
-    """Run a bad-input case on ``device``; ``None`` when it raised the expected error type
-    (with a message matching ``case.match`` when ``check_message``), else what went wrong."""
+def run_error_case(record: OpRecord, case: ErrorCase, device: Any = "cpu",
+                   check_message: bool = True) -> tuple[BaseException | None, str | None]:
+    """Run a bad-input case on ``device``: what it raised (``None``: nothing), and ``None`` when
+    that is the expected error type (with a message matching ``case.match`` when
+    ``check_message``), else what went wrong."""
     import re
 
     bound = Sample(case.args, case.kwargs).bind(PullbackFactory(device), differentiable=False)
@@ -288,12 +289,19 @@ def error_case_problem(record: OpRecord, case: ErrorCase, device: Any = "cpu",
         bound.call(record.fn)
     except case.error as exc:
         if check_message and not re.search(case.match, str(exc)):
-            return f"{case.error.__name__} raised, but its message {str(exc)!r} does not match " \
-                   f"{case.match!r}"
-        return None
+            return exc, (f"{case.error.__name__} raised, but its message {str(exc)!r} does not "
+                         f"match {case.match!r}")
+        return exc, None
     except Exception as exc:  # noqa: BLE001 - reported with its type
-        return f"expected {case.error.__name__}, got {type(exc).__name__}: {exc}"
-    return f"expected {case.error.__name__}, nothing was raised"
+        return exc, f"expected {case.error.__name__}, got {type(exc).__name__}: {exc}"
+    return None, f"expected {case.error.__name__}, nothing was raised"
+
+
+def error_case_problem(record: OpRecord, case: ErrorCase, device: Any = "cpu",
+                       check_message: bool = True) -> str | None:
+    """Run a bad-input case on ``device``; ``None`` when it raised the expected error type
+    (with a message matching ``case.match`` when ``check_message``), else what went wrong."""
+    return run_error_case(record, case, device, check_message)[1]
 
 
 def _other_floating(dtype_name: str) -> str:

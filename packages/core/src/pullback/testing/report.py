@@ -1,11 +1,17 @@
-"""Write the gradient-check report (``docs/gradcheck.md``) from a real run.
+"""Write the gradient-check report (``docs/gradcheck.md``) and the error report
+(``docs/errors.md``) from a real run.
 
-    python -m pullback.testing.report [--output docs/gradcheck.md] [--records add,matmul]
+    python -m pullback.testing.report [--output docs/gradcheck.md] [--errors-output
+        docs/errors.md] [--errors-only] [--records add,matmul]
 
-For every record of the op database it runs every sample in every dtype against PyTorch (values,
-gradients, double backward), gradcheck and gradgradcheck on the float64 samples, and the error
-cases; the table gives the worst float64 relative errors and whether everything passed. The
-process exits with status 1 when something failed (the report is written anyway).
+For every record of the op database (core's, and those loaded plugins add: see
+:func:`pullback.testing.opdb.extension_records`) it runs every sample in every dtype against
+PyTorch (values, gradients, double backward), gradcheck and gradgradcheck on the float64
+samples, and the error cases; the first table gives the worst float64 relative errors and
+whether everything passed, the second every error case: the bad input, the error raised and its
+message, as this run produced them. ``--errors-only`` runs the error cases alone and writes only
+the second. The process exits with status 1 when something failed (the reports are written
+anyway).
 
 PyTorch is the oracle here, so this command needs it installed; it is imported when the command
 runs, never when the module is imported.
@@ -25,14 +31,24 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .compare import TOLERANCES, error_case_problem
+from .compare import TOLERANCES, run_error_case
 from .gradcheck import compare_jacobians, vector_jacobian_product
-from .opdb import OP_DB, OpRecord, PullbackFactory, Sample, error_cases
+from .opdb import OP_DB, ErrorCase, OpRecord, PullbackFactory, Sample, error_cases, extension_records
 from .oracle import compare_with_torch
 
 COMMAND = "python -m pullback.testing.report"
 # gradcheck's defaults: |analytical - numerical| <= 1e-5 + 1e-3 * |numerical|.
 FD_ATOL, FD_RTOL = 1e-5, 1e-3
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    """One error case as a run saw it: what was raised (``None``: nothing) and, when that is
+    not what the case expects, the problem."""
+
+    case: ErrorCase
+    raised: BaseException | None
+    problem: str | None
 
 
 @dataclass
@@ -43,6 +59,7 @@ class RecordResult:
     samples: int = 0
     worst: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    errors: list[ErrorRow] = field(default_factory=list)
 
     def observe(self, kind: str, error: float | None) -> None:
         if error is not None:
@@ -64,10 +81,10 @@ def _finite_difference_errors(record: OpRecord, sample: Sample) -> tuple[float, 
     return first.relative_error, second.relative_error, problems
 
 
-def check_record(torch: Any, record: OpRecord) -> RecordResult:
-    """Run every check of one record."""
+def check_record(torch: Any, record: OpRecord, samples: bool = True) -> RecordResult:
+    """Run every check of one record (only its error cases without ``samples``)."""
     result = RecordResult(record)
-    for dtype in record.dtypes:
+    for dtype in record.dtypes if samples else ():
         for sample in record.sample_list(dtype):
             result.samples += 1
             where = f"{record.name}-{dtype}-{sample.id}"
@@ -87,7 +104,8 @@ def check_record(torch: Any, record: OpRecord) -> RecordResult:
                     if problems:
                         result.failures.append(f"{where}: {problems}")
     for rec, case in error_cases([record]):
-        problem = error_case_problem(rec, case)
+        raised, problem = run_error_case(rec, case)
+        result.errors.append(ErrorRow(case, raised, problem))
         if problem:
             result.failures.append(f"{rec.name} {case.id}: {problem}")
     return result
@@ -156,6 +174,62 @@ def render(results: Sequence[RecordResult], versions: dict[str, str], argv: Sequ
     return "\n".join(lines) + "\n"
 
 
+def _cell(text: str, limit: int = 400) -> str:
+    """Text for a Markdown table cell (one line, pipes escaped, long messages cut)."""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return text.replace("|", "\\|")
+
+
+def _error_type(exc: BaseException) -> str:
+    """The class, then the built-in classes it also is (what ``except`` clauses catch)."""
+    builtin = [c.__name__ for c in type(exc).__mro__[1:]
+               if c.__module__ == "builtins" and c not in (Exception, BaseException, object)]
+    return f"`{type(exc).__name__}`" + (f" ({', '.join(builtin)})" if builtin else "")
+
+
+def render_errors(results: Sequence[RecordResult], versions: dict[str, str],
+                  argv: Sequence[str]) -> str:
+    """The Markdown error report: one row per error case of every record."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = [(r.record, e) for r in results for e in r.errors]
+    failed = [(record, e) for record, e in rows if e.problem]
+    command = " ".join([COMMAND, *argv])
+    lines = [
+        "# Errors: what bad input raises",
+        "",
+        f"Generated by `{command}` on {now}, with "
+        + ", ".join(f"{k} {v}" for k, v in versions.items()) + ". Do not edit by hand: "
+        "rerun the command (or `nox -s report`).",
+        "",
+        f"{len(rows)} error cases of {len({record.name for record, _ in rows})} records of the op "
+        f"database (`pullback.testing.opdb`, with the records of the installed plugins); "
+        f"{len(rows) - len(failed)} raise the expected error with a message naming the function "
+        f"and the offending value or shape, {len(failed)} do not.",
+        "",
+        "**Bad input** is the case as the test ids write it: tensor arguments by their shape "
+        "(`.T` transposed, `[::2]` strided), then numbers and keywords. **Error** is the class "
+        "raised and, in brackets, the built-in exceptions it also is, so that `except "
+        "RuntimeError:` in code ported from PyTorch still catches it. **Message** is the "
+        "message of this run.",
+        "",
+        "| function | bad input | error | message | result |",
+        "|---|---|---|---|---|",
+    ]
+    for record, e in rows:
+        shown = _cell(e.case.id, 160)
+        error = "nothing raised" if e.raised is None else _error_type(e.raised)
+        message = "" if e.raised is None else _cell(str(e.raised))
+        status = "pass" if e.problem is None else "**FAIL**"
+        lines.append(f"| `{record.name}` | `{shown}` | {error} | {message} | {status} |")
+    if failed:
+        lines += ["", "## Failures", ""]
+        lines += [f"* `{record.name}` `{_cell(e.case.id, 160)}`: {_cell(e.problem or '')}"
+                  for record, e in failed]
+    return "\n".join(lines) + "\n"
+
+
 def _versions(torch: Any) -> dict[str, str]:
     from .. import __version__
 
@@ -167,6 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the checks and write the report; 0 when everything passed."""
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", default="docs/gradcheck.md", help="where to write the report")
+    parser.add_argument("--errors-output", default="docs/errors.md",
+                        help="where to write the error report")
+    parser.add_argument("--errors-only", action="store_true",
+                        help="run the error cases only and write only the error report")
     parser.add_argument("--records", default=None,
                         help="comma-separated record names (default: the whole database)")
     args = parser.parse_args(argv)
@@ -176,20 +254,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{COMMAND}: PyTorch, the oracle, is not installed (pip install torch)",
               file=sys.stderr)
         return 2
-    records = OP_DB
+    everything = OP_DB + extension_records()
+    records = everything
     if args.records:
         wanted = {n.strip() for n in args.records.split(",")}
-        records = tuple(r for r in OP_DB if r.name in wanted)
+        records = tuple(r for r in everything if r.name in wanted)
         if unknown := wanted - {r.name for r in records}:
             parser.error(f"no records named {', '.join(sorted(unknown))}")
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # NaN/inf samples on purpose; the values are checked
-        results = [check_record(torch, r) for r in records]
+        results = [check_record(torch, r, samples=not args.errors_only) for r in records]
     shown = list(argv if argv is not None else sys.argv[1:])
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(render(results, _versions(torch), shown))
+    versions = _versions(torch)
+    written = []
+    if not args.errors_only:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(render(results, versions, shown))
+        written.append(args.output)
+    Path(args.errors_output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.errors_output).write_text(render_errors(results, versions, shown))
+    written.append(args.errors_output)
     failed = sum(1 for r in results if r.failures)
-    print(f"wrote {args.output}: {len(results)} records, {failed} failing")
+    print(f"wrote {' and '.join(written)}: {len(results)} records, {failed} failing")
     return 1 if failed else 0
 
 
