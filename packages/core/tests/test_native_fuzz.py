@@ -16,9 +16,7 @@ import pytest
 pytest.importorskip("hypothesis")
 from hypothesis import strategies as st  # noqa: E402
 
-from pullback.testing.isolation import (  # noqa: E402
-    IsolatedRunner, fuzz_in_isolation, sanitizer_environment,
-)
+from pullback.testing.isolation import Workers, fuzz_in_isolation  # noqa: E402
 from pullback.testing.layouts import LAYOUTS  # noqa: E402
 
 CASES_FILE = Path(__file__).with_name("core_native_fuzz_cases.py")
@@ -49,30 +47,18 @@ def case(draw: Any, entry: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def workers() -> Any:
-    made: dict[str, IsolatedRunner] = {}
-
-    def worker(kind: str) -> IsolatedRunner:
-        if kind not in made:
-            env: dict[str, str] | None = {}
-            if kind == "sanitized":
-                env, why = sanitizer_environment()
-                if env is None:
-                    pytest.skip(why)
-            made[kind] = IsolatedRunner(CASES_FILE, "run_case", env=env)
-        return made[kind]
-
-    yield worker
-    for runner in made.values():
-        runner.close()
+    pool = Workers(CASES_FILE, "run_case")
+    yield pool
+    pool.close()
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_entry_point_never_crashes_and_agrees_with_numpy(workers: Any, entry: str) -> None:
-    assert fuzz_in_isolation(workers("plain"), case(entry), CASES_PER_KERNEL) >= CASES_PER_KERNEL
+    assert fuzz_in_isolation(workers.get("plain"), case(entry), CASES_PER_KERNEL) >= CASES_PER_KERNEL
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_entry_point_under_address_and_undefined_behaviour_sanitizers(workers: Any,
                                                                       entry: str) -> None:
-    ran = fuzz_in_isolation(workers("sanitized"), case(entry), SANITIZED_CASES_PER_KERNEL)
+    ran = fuzz_in_isolation(workers.get("sanitized", pytest.skip), case(entry), SANITIZED_CASES_PER_KERNEL)
     assert ran >= SANITIZED_CASES_PER_KERNEL

@@ -23,9 +23,7 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import strategies as st  # noqa: E402
 
-from pullback.testing.isolation import (  # noqa: E402
-    IsolatedRunner, fuzz_in_isolation, sanitizer_environment,
-)
+from pullback.testing.isolation import Workers, fuzz_in_isolation  # noqa: E402
 
 CASES_FILE = Path(__file__).with_name("nn_native_fuzz_cases.py")
 KERNELS = ("im2col", "col2im", "softmax", "softmax_backward", "layer_norm", "layer_norm_backward")
@@ -126,34 +124,20 @@ def strategy(kernel_name: str) -> st.SearchStrategy[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def workers() -> Any:
-    # Without a compiler (or with PULLBACK_NATIVE=0) the entry points return NotImplemented:
-    # their checks are still fuzzed.
-    made: dict[str, IsolatedRunner] = {}
-
-    def worker(kind: str) -> IsolatedRunner:
-        if kind not in made:
-            env: dict[str, str] | None = {}
-            if kind == "sanitized":
-                env, why = sanitizer_environment()
-                if env is None:
-                    pytest.skip(why)
-            made[kind] = IsolatedRunner(CASES_FILE, "run_case", env=env)
-        return made[kind]
-
-    yield worker
-    for runner in made.values():
-        runner.close()
+    pool = Workers(CASES_FILE, "run_case")
+    yield pool
+    pool.close()
 
 
 @pytest.mark.parametrize("kernel_name", KERNELS)
 def test_entry_point_never_crashes_and_agrees_with_numpy(workers: Any, kernel_name: str) -> None:
-    ran = fuzz_in_isolation(workers("plain"), strategy(kernel_name), CASES_PER_KERNEL)
+    ran = fuzz_in_isolation(workers.get("plain"), strategy(kernel_name), CASES_PER_KERNEL)
     assert ran >= CASES_PER_KERNEL
 
 
 @pytest.mark.parametrize("kernel_name", KERNELS)
 def test_entry_point_under_address_and_undefined_behaviour_sanitizers(workers: Any,
                                                                       kernel_name: str) -> None:
-    ran = fuzz_in_isolation(workers("sanitized"), strategy(kernel_name),
+    ran = fuzz_in_isolation(workers.get("sanitized", pytest.skip), strategy(kernel_name),
                             SANITIZED_CASES_PER_KERNEL)
     assert ran >= SANITIZED_CASES_PER_KERNEL

@@ -192,6 +192,38 @@ class IsolatedRunner:
         self.close()
 
 
+class Workers:
+    """One :class:`IsolatedRunner` per kind for a cases file, made on first use: ``"plain"``,
+    and ``"sanitized"`` (native kernels built with ASan and UBSan, see
+    :func:`sanitizer_environment`). Close it to stop them."""
+
+    def __init__(self, path: str | os.PathLike[str], function: str) -> None:
+        self.path, self.function = path, function
+        self._made: dict[str, IsolatedRunner] = {}
+
+    def get(self, kind: str, unavailable: Any = None) -> IsolatedRunner:
+        """The runner of ``kind``. Where sanitizers are unavailable, ``unavailable(why)`` is
+        called (``pytest.skip``, say) or, without it, a RuntimeError raised."""
+        if kind not in self._made:
+            env: dict[str, str] | None = {}
+            if kind == "sanitized":
+                env, why = sanitizer_environment()
+                if env is None:
+                    if unavailable is not None:
+                        unavailable(why)
+                    raise RuntimeError(why)
+            elif kind != "plain":
+                raise ValueError(f"Workers.get: kind must be 'plain' or 'sanitized', got {kind!r}")
+            self._made[kind] = IsolatedRunner(self.path, self.function, env=env)
+        return self._made[kind]
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for runner in self._made.values():
+            runner.close()
+        self._made.clear()
+
+
 def sanitizer_environment(sanitizers: str = "address,undefined") -> tuple[dict[str, str] | None,
                                                                            str]:
     """The environment of a worker whose native kernels (:mod:`pullback.native`) are built

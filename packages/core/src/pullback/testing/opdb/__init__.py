@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from . import creation, elementwise, index, internal, linalg, methods, reduce, shape
 from ._record import (
@@ -51,6 +51,27 @@ def extension_records() -> tuple[OpRecord, ...]:
     found = {r.name: r for op in list(OPS.values()) if "opdb" in op.rules
              for r in op.rules["opdb"]()}
     return tuple(found[name] for name in sorted(found))
+
+
+def dispatched_ops(record: OpRecord) -> set[str]:
+    """The registry ops that running every sample of ``record`` (forward, in every dtype)
+    dispatches: what its ``ops`` must be part of."""
+    import numpy as np
+
+    from ...dispatch import DispatchMode, apply
+
+    seen: set[str] = set()
+
+    class Recorder(DispatchMode):
+        def dispatch(self, op: Any, args: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
+            seen.add(op.name)
+            return apply(op, *args, **attrs)
+
+    with np.errstate(all="ignore"), Recorder():
+        for dtype in record.dtypes:
+            for sample in record.sample_list(dtype):
+                sample.bind(PullbackFactory()).call(record.fn)
+    return seen
 
 
 def covered_ops(records: Iterable[OpRecord] = OP_DB) -> set[str]:
@@ -86,6 +107,7 @@ def error_cases(records: Iterable[OpRecord] = OP_DB) -> list[tuple[OpRecord, Err
 
 __all__ = [
     "OP_DB", "PRIMARY_DTYPES", "Arg", "BoundSample", "Case", "ErrorCase", "OpRecord",
-    "PullbackFactory", "Sample", "TensorFactory", "covered_ops", "error_cases", "extension_records",
+    "PullbackFactory", "Sample", "TensorFactory", "covered_ops", "dispatched_ops", "error_cases",
+    "extension_records",
     "get_record", "sample_cases", "view_of",
 ]

@@ -140,8 +140,8 @@ def check_same_dtype(where: str, *named: tuple[str, Any]) -> None:
 
 
 def check_number_dtype(where: str, x: Any, floating_only: bool = False) -> None:
-    """Raise an UnsupportedDTypeError (a DTypeError) for dtypes the window ops have no kernel for: bool always, integers
-    where ``floating_only`` (average pooling, as in PyTorch)."""
+    """Raise an UnsupportedDTypeError (a DTypeError) for dtypes the window ops have no kernel
+    for: bool always, integers where ``floating_only`` (average pooling, as in PyTorch)."""
     kind = x.dtype.kind
     if kind == "b" or (floating_only and kind in "iu") or kind not in "iufV":
         wanted = "floating point" if floating_only else "numeric (not bool)"
