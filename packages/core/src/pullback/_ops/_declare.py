@@ -8,7 +8,9 @@ count as elementwise.
 from __future__ import annotations
 
 import sys
+from typing import Any, Callable
 
+from ..dispatch import apply
 from ..registry import Op
 
 CORE_OPS: list[Op] = []
@@ -25,3 +27,25 @@ def declare(op: Op) -> Op:
         op.family = _FAMILY_OF_MODULE.get(module, module)
     CORE_OPS.append(op)
     return op
+
+
+def unary_function(op: Op, note: str = "") -> Callable[[Any], Any]:
+    """The public function ``name(x)`` of a one-input op, named and documented after it."""
+
+    def fn(x: Any) -> Any:
+        return apply(op, x)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.doc}{note}."
+    return fn
+
+
+def binary_function(op: Op, note: str = "") -> Callable[[Any, Any], Any]:
+    """The public function ``name(x, y)`` of a two-input op, named and documented after it."""
+
+    def fn(x: Any, y: Any) -> Any:
+        return apply(op, x, y)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.doc}, with broadcasting{note}."
+    return fn

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dispatch import apply
 from ..errors import UnsupportedDTypeError
 from ..promotion import COMMON
 from ..registry import Op
-from ._declare import declare
+from ._declare import binary_function, declare, unary_function
 from .elementwise import _binary_kernel
 
 
@@ -60,19 +59,8 @@ LEFT_SHIFT = _declare_bitwise("left_shift", 2, "x << y")
 RIGHT_SHIFT = _declare_bitwise("right_shift", 2, "x >> y (arithmetic for signed types)")
 
 
-def _binary(op: Op) -> Any:
-    def fn(x: Any, y: Any) -> Any:
-        return apply(op, x, y)
-
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.doc}, with broadcasting (integer and bool tensors)."
-    return fn
-
-
-def bitwise_not(x: Any) -> Any:
-    """Elementwise ``~x`` (integer and bool tensors)."""
-    return apply(BITWISE_NOT, x)
-
-
-bitwise_and, bitwise_or, bitwise_xor = map(_binary, (BITWISE_AND, BITWISE_OR, BITWISE_XOR))
-bitwise_left_shift, bitwise_right_shift = map(_binary, (LEFT_SHIFT, RIGHT_SHIFT))
+_INTEGERS = " (integer and bool tensors)"
+bitwise_not = unary_function(BITWISE_NOT, _INTEGERS)
+bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift = (
+    binary_function(op, _INTEGERS)
+    for op in (BITWISE_AND, BITWISE_OR, BITWISE_XOR, LEFT_SHIFT, RIGHT_SHIFT))

@@ -19,7 +19,7 @@ from ..dtypes import bfloat16, is_floating
 from ..errors import ArgumentError, UnsupportedDTypeError
 from ..promotion import COMMON, FLOAT, Promotion
 from ..registry import Op
-from ._declare import declare
+from ._declare import binary_function as _binary, declare, unary_function as _unary
 from ._erf32 import phi32
 
 _PYTHON_NUMBERS = (bool, int, float)
@@ -565,24 +565,6 @@ def gelu(x: Any, approximate: str = "none") -> Any:
 def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
     return apply(SOFTPLUS, x, beta=beta, threshold=threshold)
-
-
-def _unary(op: Op) -> Any:
-    def fn(x: Any) -> Any:
-        return apply(op, x)
-
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.doc}."
-    return fn
-
-
-def _binary(op: Op) -> Any:
-    def fn(x: Any, y: Any) -> Any:
-        return apply(op, x, y)
-
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.doc}, with broadcasting."
-    return fn
 
 
 neg, abs, exp, log, log1p, expm1 = map(_unary, (NEG, ABS, EXP, LOG, LOG1P, EXPM1))  # noqa: A001

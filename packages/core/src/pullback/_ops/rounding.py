@@ -17,7 +17,7 @@ from ..dispatch import apply
 from ..errors import ArgumentError, UnsupportedDTypeError
 from ..promotion import COMMON
 from ..registry import Op
-from ._declare import declare
+from ._declare import binary_function, declare, unary_function
 from ._zero_division import refusing_zero_divisors
 from .elementwise import SUB, _binary_kernel
 
@@ -144,23 +144,6 @@ def frac(x: Any) -> Any:
     return apply(SUB, x, apply(TRUNC, x))
 
 
-def _unary(op: Op) -> Any:
-    def fn(x: Any) -> Any:
-        return apply(op, x)
-
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.doc} (zero gradient)."
-    return fn
-
-
-def _binary(op: Op) -> Any:
-    def fn(x: Any, y: Any) -> Any:
-        return apply(op, x, y)
-
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.doc}, with broadcasting."
-    return fn
-
-
-sign, floor, ceil, trunc = map(_unary, (SIGN, FLOOR, CEIL, TRUNC))
-floor_divide, remainder, fmod = map(_binary, (FLOOR_DIVIDE, REMAINDER, FMOD))
+sign, floor, ceil, trunc = (unary_function(op, " (zero gradient)")
+                            for op in (SIGN, FLOOR, CEIL, TRUNC))
+floor_divide, remainder, fmod = map(binary_function, (FLOOR_DIVIDE, REMAINDER, FMOD))
