@@ -255,8 +255,8 @@ def demo(session: nox.Session) -> None:
     or a checksummed download; extra arguments go to `pullback-gpt train` (e.g. -- --steps 500,
     or -- --schedule cosine for nanoGPT's own schedule)."""
     session.log("installing pullback, pullback-nn, pullback-optim and pullback-gpt editable, with "
-                "NumPy, SciPy and matplotlib: up to a minute the first time (pip builds each "
-                "package; reuse the environment with nox -r -s demo)")
+                "NumPy, SciPy and matplotlib: a minute or more the first time (pip builds each "
+                "package; nox -r -s demo reuses the environment)")
     session.install(*_editable(["core", "nn", "optim", "gpt"], extras=""))
     env = _data_env()
     session.run("pullback-gpt", "train", "--config", "nano-cpu", "--schedule", "wsd",
