@@ -296,6 +296,6 @@ class DPPerLayerOptimizer(DPOptimizer):
 
 def _squared_norms(g: Any, xp: Any, size: int) -> Any:
     """Each sample's squared norm of a per-sample gradient ``(batch, ...)``."""
-    flat = g.reshape(size, -1)
+    flat = g.reshape(size, math.prod(g.shape[1:]))  # not -1: an empty batch has size 0
     return xp.einsum("ij,ij->i", flat, flat)
 
