@@ -300,7 +300,20 @@ def compile(fn: Callable[..., Any], *, fullgraph: bool = False, passes: Any = No
     The first call with a new kind of input runs the function eagerly while tracing it (its
     result is the eager one); later calls with matching guards replay the optimized graph with no
     per-op Python dispatch. Inference, a loss with ``backward()`` inside (gradients land in
-    ``.grad``) and a whole training step with an optimizer's ``step()`` all compile.
+    ``.grad``), a whole training step with an optimizer's ``step()``, and a forward whose outputs
+    are differentiated later (a compiled Module in an eager training loop) all compile.
+
+    Example::
+
+        >>> import pullback as pb, pullback.compiler as pc
+        >>> f = pc.compile(lambda x: pb.tanh(x) * 2.0 + 1.0)
+        >>> x = pb.tensor([0.0, 1.0])
+        >>> f(x)  # traced (and run eagerly)
+        tensor([1.    , 2.5232])
+        >>> f(x)  # replayed: one fused loop
+        tensor([1.    , 2.5232])
+        >>> f.traces
+        1
 
     Args:
         fn: a function or Module.
