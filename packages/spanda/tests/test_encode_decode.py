@@ -85,6 +85,20 @@ def test_rate_decoder_predicts_as_snntorch_accuracy_rate() -> None:
                                                               torch.tensor(targets))
 
 
+def test_rate_decoder_breaks_ties_with_the_membrane() -> None:
+    spikes = np.zeros((4, 2, 3), dtype=np.float32)
+    spikes[:, 0, 1] = spikes[:, 0, 2] = 1.0  # sample 0: classes 1 and 2 fire at every step
+    spikes[:2, 1, 0] = 1.0                   # sample 1: class 0 fires most
+    membrane = np.zeros((4, 2, 3), dtype=np.float32)
+    membrane[:, 0, 2] = 2.0
+    membrane[:, 1, 2] = 9.0                  # not tied at the top: does not count
+    decoder = spanda.RateDecoder()
+    assert decoder.predict(pullback.tensor(spikes)).tolist() == [1, 0]
+    assert decoder.predict(pullback.tensor(spikes), pullback.tensor(membrane)).tolist() == [2, 0]
+    with pytest.raises(ShapeError, match="membrane of shape"):
+        decoder.predict(pullback.tensor(spikes), pullback.tensor(membrane[:2]))
+
+
 def test_first_spike_decoder_times_and_predictions() -> None:
     torch = pytest.importorskip("torch")
     acc = pytest.importorskip("snntorch.functional.acc")

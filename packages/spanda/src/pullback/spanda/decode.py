@@ -6,7 +6,9 @@
   fired first (snnTorch's ``accuracy_temporal``). A class that never fires gets time ``T``
   (snnTorch puts it at ``T - 1``, tied with one that fires at the last step).
 
-Ties go to the lowest class index.
+Ties go to the lowest class index (as in snnTorch), or, given the output membrane, to the class
+with the highest mean membrane among those tied: with enough steps several outputs can fire at
+every step, and the lowest index then wins every such tie.
 """
 
 from __future__ import annotations
@@ -49,9 +51,17 @@ class RateDecoder(Module):
     def forward(self, spikes: Tensor) -> Tensor:
         return firing_rate(spikes)
 
-    def predict(self, spikes: Tensor) -> Tensor:
-        """The class that fired most, ``(B,)`` int64."""
-        return firing_rate(spikes).detach().argmax(axis=1)
+    def predict(self, spikes: Tensor, membrane: Tensor | None = None) -> Tensor:
+        """The class that fired most, ``(B,)`` int64; ties to the highest mean ``membrane``
+        ``(T, B, C)`` when it is given, else to the lowest index."""
+        counts = spikes.detach().sum(axis=0)
+        if membrane is None:
+            return counts.argmax(axis=1)
+        if tuple(membrane.shape) != tuple(spikes.shape):
+            raise ShapeError(f"RateDecoder.predict: membrane of shape {tuple(membrane.shape)} "
+                             f"does not match spikes {tuple(spikes.shape)}")
+        tied = counts == counts.amax(axis=1, keepdims=True)
+        return pullback.where(tied, membrane.detach().mean(axis=0), float("-inf")).argmax(axis=1)
 
 
 class FirstSpikeDecoder(Module):
