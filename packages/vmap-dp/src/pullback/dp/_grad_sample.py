@@ -169,6 +169,10 @@ class GradSampleModule(nn.Module):
             return {name: pullback.zeros((0,) + tuple(p.shape), dtype=p.dtype, device=p.device)
                     for name, p in params.items()}
         cotangents = [o.grad if isinstance(o, Tensor) else None for o in record.outputs]
+        if self.loss_reduction == "mean":
+            # undo the loss's 1 / batch (as Opacus does) on the cotangents, which are one row
+            # per sample, rather than on the per-sample gradients, which are a model per sample
+            cotangents = [None if c is None else c * size for c in cotangents]
         arg_leaves, arg_spec = tree_flatten(record.args)
         arg_dims = tree_unflatten([0 if isinstance(a, Tensor) else None for a in arg_leaves],
                                   arg_spec)
@@ -196,8 +200,6 @@ class GradSampleModule(nn.Module):
         finally:
             backend.set_rng_state(resume)
         _check_replay(values, record.outputs, cotangents)
-        if self.loss_reduction == "mean":  # undo the loss's 1 / batch (as Opacus does)
-            grads = {name: g * size for name, g in grads.items()}
         return grads
 
 
