@@ -9,7 +9,9 @@ the NumPy fallback, and checks that invalid arguments are refused with a typed e
 
 The same cases run a second time, fewer of them, on kernels built with
 ``-fsanitize=address,undefined`` (an out-of-bounds access or undefined behaviour there aborts
-the worker); that part skips, saying why, where the compiler has no sanitizers.
+the worker); that part skips, saying why, where the compiler has no sanitizers. Without a
+compiler (or with ``PULLBACK_NATIVE=0``) the entry points return ``NotImplemented`` and only
+their checks are fuzzed.
 """
 
 from __future__ import annotations
