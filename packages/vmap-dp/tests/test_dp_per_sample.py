@@ -111,11 +111,13 @@ def test_a_cnn_with_dropout_replays_the_forward_masks() -> None:
         h.remove()
     got = per_sample(GradSampleModule(module, loss_reduction="sum"), [x], weights, seed=7)
 
+    def apply_mask(row: pb.Tensor):
+        return lambda layer, args, out: args[0] * row
+
     want = []
     for i in range(5):
-        handles = [d.register_forward_hook(
-            lambda layer, args, out, m=m: args[0] * pb.tensor(m[i:i + 1]))
-            for d, m in zip(dropouts, masks)]
+        handles = [d.register_forward_hook(apply_mask(pb.tensor(m[i:i + 1])))
+                   for d, m in zip(dropouts, masks)]
         module.zero_grad()
         weighted_sum(module(x[i:i + 1]), [weights[0][i:i + 1]]).backward()
         want.append({k: p.grad.numpy().copy() for k, p in module.named_parameters()})

@@ -55,6 +55,14 @@ class _Record:
         return any(isinstance(o, Tensor) and o.grad is not None for o in self.outputs)
 
 
+def check_loss_reduction(value: Any, where: str) -> str:
+    """``value`` if it is one of :data:`LOSS_REDUCTIONS`, else a :class:`PrivacyParameterError`."""
+    if value not in LOSS_REDUCTIONS:
+        raise PrivacyParameterError(f"{where}: loss_reduction must be one of {LOSS_REDUCTIONS} "
+                                    f"(how the loss reduces over the batch), got {value!r}")
+    return value
+
+
 def _batch_size(args: tuple[Any, ...]) -> int:
     for leaf in tree_flatten(args)[0]:
         if isinstance(leaf, Tensor) and leaf.ndim > 0:
@@ -82,11 +90,8 @@ class GradSampleModule(nn.Module):
     def __init__(self, module: nn.Module, *, loss_reduction: str = "mean",
                  forbid_accumulation: bool = False) -> None:
         super().__init__()
-        if loss_reduction not in LOSS_REDUCTIONS:
-            raise PrivacyParameterError(f"GradSampleModule: loss_reduction must be one of "
-                                        f"{LOSS_REDUCTIONS}, got {loss_reduction!r}")
         self._module = module
-        self.loss_reduction = loss_reduction
+        self.loss_reduction = check_loss_reduction(loss_reduction, "GradSampleModule")
         self.forbid_accumulation = forbid_accumulation
         self._records: list[_Record] = []
 

@@ -17,7 +17,7 @@ per sample, the clipped sum one ``tensordot`` of the clip factors with the per-s
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from pullback.optim._registry import Registry
 
 from ._accountants import Accountant, check_noise_multiplier
 from ._errors import PrivacyParameterError
-from ._grad_sample import LOSS_REDUCTIONS, GradSampleModule
+from ._grad_sample import GradSampleModule, check_loss_reduction
 
 CLIPPING = Registry("clipping")
 """DP optimizer classes by clipping rule (``CLIPPING["flat"] is DPOptimizer``)."""
@@ -91,9 +91,7 @@ class DPOptimizer(Optimizer):
         if not isinstance(module, GradSampleModule):
             raise PrivacyParameterError(f"{where}: module must be a GradSampleModule (the model "
                                         f"make_private returns), got {type(module).__name__}")
-        if loss_reduction not in LOSS_REDUCTIONS:
-            raise PrivacyParameterError(f"{where}: loss_reduction must be one of "
-                                        f"{LOSS_REDUCTIONS}, got {loss_reduction!r}")
+        check_loss_reduction(loss_reduction, where)
         if loss_reduction == "mean" and (not isinstance(expected_batch_size, int)
                                          or expected_batch_size < 1):
             raise PrivacyParameterError(f"{where}: expected_batch_size must be a positive int "

@@ -130,7 +130,7 @@ def compute_rdp(q: float, noise_multiplier: float, steps: int,
         >>> from pullback.dp import compute_rdp, rdp_to_epsilon
         >>> rdp = compute_rdp(q=0.01, noise_multiplier=1.1, steps=1000)
         >>> round(rdp_to_epsilon(rdp, delta=1e-5)[0], 3)
-        2.111
+        1.712
     """
     if steps < 0 or int(steps) != steps:
         raise ValueError(f"compute_rdp: steps must be a non-negative integer, got {steps}")
