@@ -36,6 +36,11 @@ class _ThreadState(threading.local):
 
 
 state = _ThreadState()
+# How many threads are inside inference_mode (kept by pullback.autograd.grad_mode): apply reads
+# this plain global first, since reading the thread-local flag costs more than the rest of an
+# output's bookkeeping and is almost always False.
+inference_threads = [0]
+_new_object = object.__new__  # Tensor.__new__, without the attribute look-up
 
 
 class DispatchMode:
@@ -225,7 +230,7 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
             return _wrap_outputs(out, device)  # type: ignore[return-value]
         out = device.backend.asarray(out, index=device.index or 0)
 
-    t = Tensor.__new__(Tensor)
+    t = _new_object(Tensor)
     t.array = out
     t.device = device
     t.grad = None
@@ -251,7 +256,7 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
     else:
         t._node = None
         t._requires_grad = False
-        if st.inference:
+        if inference_threads[0] and st.inference:
             t._version = INFERENCE_VERSION
     return t
 

@@ -6,9 +6,10 @@ Each is a context manager and a decorator, as in PyTorch.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, TypeVar
 
-from ..dispatch import state
+from ..dispatch import inference_threads, state
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,6 +24,16 @@ def is_inference_mode_enabled() -> bool:
     return state.inference
 
 
+_COUNT_LOCK = threading.Lock()
+
+
+def _count_inference_thread(change: int) -> None:
+    """Keep dispatch's count of threads inside inference_mode (see dispatch.inference_threads)."""
+    if change:
+        with _COUNT_LOCK:
+            inference_threads[0] += change
+
+
 class _GradSwitch:
     """Sets grad mode on entry and restores the previous mode on exit."""
 
@@ -32,9 +43,12 @@ class _GradSwitch:
     def __enter__(self) -> None:
         self._prev = (state.grad_enabled, state.inference)
         state.grad_enabled = self._enabled
-        state.inference = self._inference or (self._prev[1] and not self._enabled)
+        inference = self._inference or (self._prev[1] and not self._enabled)
+        _count_inference_thread(int(inference) - int(self._prev[1]))
+        state.inference = inference
 
     def __exit__(self, *exc: object) -> None:
+        _count_inference_thread(int(self._prev[1]) - int(state.inference))
         state.grad_enabled, state.inference = self._prev
 
     def __call__(self, fn: F) -> F:
