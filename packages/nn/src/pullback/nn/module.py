@@ -7,6 +7,7 @@ walks them (``parameters()``, ``named_modules()``...), moves them (``to``), swit
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -16,7 +17,7 @@ import pullback
 from pullback.errors import CheckpointError
 from pullback.tensor import Tensor
 
-from .parameter import Parameter
+from .parameter import Parameter, copy_leaf
 
 
 class IncompatibleKeys(NamedTuple):
@@ -459,6 +460,21 @@ class Module:
         if len(lines) == 1 and not self._modules:
             return f"{name}({lines[0]})"
         return f"{name}(\n  " + "\n  ".join(lines) + "\n)"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Module:
+        """``copy.deepcopy(module)``: new parameters, buffers and submodules with the same values
+        (``.grad`` included); a parameter shared inside the module stays shared in the copy.
+
+        Modules are not pickled (see ``__reduce_ex__``), so the copy is made here: the buffers,
+        plain Tensors, are copied first, then the attributes go through ``copy.deepcopy``.
+        """
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for buffer in self._buffers.values():
+            if buffer is not None:
+                copy_leaf(buffer, memo)
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError("pullback modules are not pickled; save model.state_dict() with "
