@@ -19,7 +19,9 @@ FOLDERS = sorted(p.parent for p in (ROOT / "packages").glob("*/pyproject.toml"))
 IDS = [f.name for f in FOLDERS]
 # Reached only when the arrays are on a CUDA device, which means pullback-cuda is installed (it
 # declares CuPy as it sees fit): CuPy itself and pullback.cuda's fused kernels.
-OPTIONAL_IMPORTS = {"cupy", "cupyx", "pullback.cuda"}
+# Imported only when a feature needs them, and declared as extras: CUDA, and data-parallel
+# training (pullback-gpt under mpiexec).
+OPTIONAL_IMPORTS = {"cupy", "cupyx", "pullback.cuda", "pullback.distributed"}
 
 
 def project(folder: Path) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +13,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # distributed_support.py
 
+from distributed_support import mpiexec  # noqa: E402
+
 SCENARIOS = Path(__file__).parent / "mpi_scenarios.py"
-
-
-def mpiexec() -> str | None:
-    beside = Path(sys.executable).parent / "mpiexec"
-    return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
 @pytest.fixture

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+import sys
+from pathlib import Path
+
+
+def mpiexec() -> str | None:
+    """MPICH's mpiexec beside this Python (the mpich wheel), or one on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
 def rank_results(result: subprocess.CompletedProcess, n: int) -> list[dict]:

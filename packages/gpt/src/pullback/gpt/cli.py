@@ -25,6 +25,7 @@ from .checkpoint import load_checkpoint, resolve
 from .config import PRESETS, SCHEDULES, TrainConfig
 from .data import CharDataset, CorpusNotFoundError, tinyshakespeare_path
 from .model import GPT
+from .parallel import DataParallelError, launched_rank
 
 PROG = "pullback-gpt"
 DEFAULT_CONFIG = "nano-cpu"
@@ -147,10 +148,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
     device = _device(args.device)
     text, source = _read_corpus(args.data)
     _check_length(text, source, cfg.model.block_size)
-    if not args.resume:
+    if not args.resume and launched_rank() == 0:  # in a data-parallel run, rank 0 only
         _remove_previous_run(args)
-    result = train(cfg, text, args.out, device=str(device), resume=args.resume,
-                   quiet=args.quiet)
+    try:
+        result = train(cfg, text, args.out, device=str(device), resume=args.resume,
+                       quiet=args.quiet)
+    except DataParallelError as exc:
+        raise UsageError(str(exc)) from None
+    if not result.is_main:
+        return 0
     status = "interrupted" if result.interrupted else "finished"
     val = ("not evaluated" if result.final_val_loss is None else
            f"{result.final_val_loss:.4f} nats ({estimate_label(cfg.eval_iters)}; the exact "

@@ -21,6 +21,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .data import CharDataset
 from .model import GPT
+from .parallel import data_parallel
 from .tokenizer import CharTokenizer
 
 CSV_FIELDS = ("step", "loss", "lr", "train_loss", "val_loss", "val_bits_per_char",
@@ -37,6 +38,7 @@ class TrainResult:
     final_train_loss: float | None
     elapsed_s: float  # wall time of the whole run, every resumed segment included
     interrupted: bool = False
+    is_main: bool = True  # False on the other ranks of a data-parallel run
 
 
 def make_optimizer(model: GPT, cfg: TrainConfig) -> Any:
@@ -149,10 +151,13 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
     """Train a GPT on ``text`` (or continue the run in ``out_dir`` with ``resume``).
 
     ``out_dir`` is created once the text, the configuration and the device have been checked;
-    a run that fails before its first step removes the folder it created.
+    a run that fails before its first step removes the folder it created. Started by a launcher
+    on several processes (``mpiexec -n K``), it trains data-parallel (:mod:`.parallel`).
     """
     out = Path(out_dir)
     dev = Device(device)
+    par = data_parallel()
+    main = par is None or par.is_main
     start_step = 0
     ckpt = None
     if resume:
@@ -169,31 +174,47 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
     data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
     data.check_block_size(cfg.model.block_size)
 
+    local_batch = cfg.batch_size if par is None else par.local_batch(cfg.batch_size)
+
     pb.manual_seed(cfg.seed)
     model = GPT(cfg.model).to(dev)
     optimizer = make_optimizer(model, cfg)
     scheduler = make_scheduler(optimizer, cfg)
-    rng = np.random.default_rng(cfg.seed)
+    # Rank 0 draws the single-process stream; each other rank a stream of its own.
+    rng = np.random.default_rng(cfg.seed if main else [cfg.seed, par.rank])
     if ckpt is not None:
         model.load_state_dict(ckpt.model_state)
         optimizer.load_state_dict(ckpt.optimizer_state)
         scheduler.load_state_dict(ckpt.state["scheduler"])
-        rng.bit_generator.state = ckpt.state["data_rng"]
+        _restore_data_rng(rng, ckpt.state, par, cfg.seed, start_step)
         dev.backend.set_rng_state(ckpt.state["device_rng"])
+    train_model = model if par is None else par.wrap(model)
 
-    def checkpoint(step: int, metrics: dict[str, Any]) -> Path:
-        state = {
-            "step": step, "train_config": cfg.to_dict(), "scheduler": scheduler.state_dict(),
-            "data_rng": rng.bit_generator.state, "device_rng": dev.backend.get_rng_state(),
-            "metrics": metrics, "elapsed_s": time.perf_counter() - t0,
-        }
-        return save_checkpoint(out, model, tokenizer, state, optimizer)
+    def checkpoint(step: int, metrics: dict[str, Any], collective: bool = True) -> Path | None:
+        # The other ranks' data streams are gathered so that a resume on the same number of
+        # processes continues each one; every rank must then reach the same checkpoints.
+        ranks_rng = (par.gather(rng.bit_generator.state) if par is not None and collective
+                     else None)
+        path = None
+        if main:
+            state = {
+                "step": step, "train_config": cfg.to_dict(), "scheduler": scheduler.state_dict(),
+                "data_rng": rng.bit_generator.state, "device_rng": dev.backend.get_rng_state(),
+                "metrics": metrics, "elapsed_s": time.perf_counter() - t0,
+            }
+            if ranks_rng is not None:
+                state["data_rng_ranks"] = ranks_rng
+            path = save_checkpoint(out, model, tokenizer, state, optimizer)
+        if par is not None and collective:
+            par.barrier()
+        return path
 
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    log = _Log(out / "metrics.csv", start_step if resume else None)
+    if main:
+        out.mkdir(parents=True, exist_ok=True)
+    log = _Log(out / "metrics.csv", start_step if resume else None) if main else _NoLog()
     tokens_per_step = cfg.batch_size * cfg.model.block_size
-    bar = _progress(cfg.steps, start_step, quiet)
+    bar = _progress(cfg.steps, start_step, quiet or not main)
     model.train()
     # elapsed_s counts the wall time of every segment of a resumed run; the log's last kept row
     # can be later than the checkpoint (the evaluation that follows it)
@@ -205,11 +226,12 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
     try:
         while step < cfg.steps:
             # a Ctrl-C checkpoint is written before that step's evaluation: a resume runs it
-            if step % cfg.eval_interval == 0 and step > 0 and step not in log.evaluated_steps:
+            if (main and step % cfg.eval_interval == 0 and step > 0
+                    and step not in log.evaluated_steps):
                 last = _evaluate(model, data, cfg, step, dev, log, bar, t0)
             tick = time.perf_counter()
-            x, y = data.batch("train", cfg.batch_size, cfg.model.block_size, rng, dev)
-            _, loss = model(x, y)
+            x, y = data.batch("train", local_batch, cfg.model.block_size, rng, dev)
+            _, loss = train_model(x, y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.grad_clip > 0:
@@ -218,7 +240,7 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
             lr = scheduler.get_last_lr()[0]
             scheduler.step()
             step += 1
-            loss_value = loss.item()
+            loss_value = loss.item() if par is None else par.mean(loss.item())
             rate = tokens_per_step / max(time.perf_counter() - tick, 1e-9)
             log.row(step=step, loss=f"{loss_value:.6f}", lr=f"{lr:.6g}", tokens_per_s=f"{rate:.0f}",
                     elapsed_s=f"{time.perf_counter() - t0:.2f}")
@@ -230,22 +252,54 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
                 checkpoint(step, last)
     except KeyboardInterrupt:
         interrupted = True
-        path = checkpoint(step, last)
-        bar.write(f"interrupted at step {step}: checkpoint saved to {path}")
+        # Ranks are interrupted at different points: rank 0 saves alone, with no collective.
+        path = checkpoint(step, last, collective=False)
+        if main:
+            bar.write(f"interrupted at step {step}: checkpoint saved to {path}")
     except BaseException:
-        if created and step == start_step:  # nothing was trained: leave nothing behind
+        if main and created and step == start_step:  # nothing was trained: leave nothing behind
             bar.close()
             log.close()
             shutil.rmtree(out, ignore_errors=True)
         raise
     if not interrupted:
-        last = _evaluate(model, data, cfg, step, dev, log, bar, t0)
+        if main:
+            last = _evaluate(model, data, cfg, step, dev, log, bar, t0)
         checkpoint(step, last)
     bar.close()
     log.close()
     elapsed = time.perf_counter() - t0
-    plot_metrics(out / "metrics.csv", out / "loss.png")
-    return TrainResult(out, step, last["val"], last["train"], elapsed, interrupted)
+    if main:
+        plot_metrics(out / "metrics.csv", out / "loss.png")
+    return TrainResult(out, step, last["val"], last["train"], elapsed, interrupted, main)
+
+
+def _restore_data_rng(rng: np.random.Generator, state: dict[str, Any], par: Any, seed: int,
+                      step: int) -> None:
+    """Continue the data stream of a checkpoint: rank 0's (the single-process stream), or each
+    rank's when it was written by as many ranks; a different number of ranks reseeds the other
+    ranks' streams from (seed, rank, step)."""
+    if par is None or par.is_main:
+        rng.bit_generator.state = state["data_rng"]
+        return
+    ranks = state.get("data_rng_ranks")
+    if ranks is not None and len(ranks) == par.size:
+        rng.bit_generator.state = ranks[par.rank]
+    else:
+        rng.bit_generator.state = np.random.default_rng([seed, par.rank, step]).bit_generator.state
+
+
+class _NoLog:
+    """The log of a rank other than 0: it writes nothing."""
+
+    evaluated_steps: set[int] = set()
+    last_elapsed_s = 0.0
+
+    def row(self, **values: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _evaluate(model: GPT, data: CharDataset, cfg: TrainConfig, step: int, dev: Device,
