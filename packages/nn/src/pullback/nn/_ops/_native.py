@@ -142,6 +142,8 @@ def _geometry(where: str, shape: tuple[int, ...], kernel: Pair, out_hw: Pair, st
     """The sizes im2col.c takes after the geometry is checked (what its callers guarantee);
     along an axis with one window the stride is never used and goes to C as 1, so that a huge
     one cannot overflow its index arithmetic."""
+    if len(shape) != 4:  # the C kernels are 2-d; geometry.py also passes 1-d and 3-d ones
+        raise ShapeError(f"{where}: expected a 4-d (N, C, H, W) input, got shape {shape}")
     check_output_size(where, shape, kernel, stride, padding, dilation, out_hw)
     stride = tuple(s if o > 1 else 1 for s, o in zip(stride, out_hw))
     return (*kernel, *out_hw, *stride, padding[0][0], padding[1][0], *dilation)

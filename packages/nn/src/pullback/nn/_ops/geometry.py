@@ -1,23 +1,24 @@
 """Argument validation of the sliding-window family: convolution, transposed convolution,
-pooling, and the im2col/col2im that they share.
+pooling, and the im2col/col2im that they share, over 1, 2 or 3 spatial axes.
 
 Every path checks its window geometry here before any C kernel or ``as_strided`` view runs:
 the public functions (``F.conv2d``, ``F.max_pool2d``...), the ops' kernels (reached directly
 with :func:`pullback.dispatch.apply`, by grad rules and by other packages) and the lowest entry
 points themselves (:func:`pullback.nn._ops.conv.windows`, the native ``im2col``/``col2im``). What
-passes is what the C sources state at their top that their callers guarantee: a 4-d input,
-positive kernel sizes, strides and dilations, non-negative padding, and at least one window per
+passes is what the C sources state at their top that their callers guarantee: an
+(N, C, *spatial) input with one spatial axis per kernel size (4-d for the 2-d ops), positive
+kernel sizes, strides and dilations, non-negative padding, and at least one window per
 axis that lies inside the padded input. Without the checks a zero stride divides by zero in C
 (SIGFPE) and a negative dilation makes ``as_strided`` read before the buffer (SIGSEGV).
 
-A geometry is ``kernel``, ``stride`` and ``dilation`` as ``(h, w)`` pairs and ``padding`` as
-``((top, bottom), (left, right))``. The checks are cached by geometry: a training loop pays a
+A geometry is ``kernel``, ``stride`` and ``dilation`` as one int per spatial axis (``(h, w)``
+pairs in 2-d) and ``padding`` as one ``(before, after)`` pair per axis
+(``((top, bottom), (left, right))`` in 2-d). The checks are cached by geometry: a training loop pays a
 dictionary look-up per call.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,11 @@ from pullback.errors import ArgumentError, DTypeError, ShapeError, UnsupportedDT
 
 Pair = tuple[int, int]
 Padding = tuple[Pair, Pair]
+Sizes = tuple[int, ...]  # one int per spatial axis
+PaddingNd = tuple[Pair, ...]  # one (before, after) pair per spatial axis
+
+# The spatial ranks the window ops have kernels for.
+_RANKS = (1, 2, 3)
 
 # Sizes go to the C kernels as int64; larger values cannot be meant and would wrap.
 _INT64_MAX = 2 ** 63 - 1
@@ -43,31 +49,47 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def _pair(where: str, name: str, value: Any) -> Pair:
-    if not (isinstance(value, tuple) and len(value) == 2 and all(map(_is_int, value))):
-        raise ArgumentError(f"{where}: {name} must be a pair of ints, got {value!r}")
+def _ints(where: str, name: str, value: Any, rank: int) -> Sizes:
+    """``value`` as ``rank`` plain ints; an ArgumentError names anything else."""
+    if not (isinstance(value, tuple) and len(value) == rank and all(map(_is_int, value))):
+        what = "a pair of ints" if rank == 2 else f"a tuple of {rank} ints"
+        raise ArgumentError(f"{where}: {name} must be {what}, got {value!r}")
     if not all(-_INT64_MAX <= v <= _INT64_MAX for v in value):
         raise ArgumentError(f"{where}: {name} {value} does not fit in 64 bits")
-    return (int(value[0]), int(value[1]))
+    return tuple(int(v) for v in value)
 
 
-def check_windows(where: str, shape: tuple[int, ...], kernel: Pair, stride: Pair,
-                  padding: Padding, dilation: Pair) -> Pair:
-    """Check a window geometry over an input of ``shape`` (N, C, H, W); return (Ho, Wo).
+def _rank(kernel: Any) -> int:
+    """The number of spatial axes a geometry is for: the length of its kernel size (2 for a
+    kernel size that is no tuple of 1 to 3 values, whose check then names it as for 2-d)."""
+    return len(kernel) if isinstance(kernel, tuple) and len(kernel) in _RANKS else 2
+
+
+def check_windows(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Sizes,
+                  padding: PaddingNd, dilation: Sizes) -> Sizes:
+    """Check a window geometry over an input of ``shape`` (N, C, *spatial); return the number
+    of windows along each spatial axis ((Ho, Wo) in 2-d).
 
     Raises:
-        ShapeError: ``shape`` is not 4-d, or the padded input is smaller than one window.
+        ShapeError: ``shape`` does not have two axes more than the kernel (4-d in 2-d), or the
+            padded input is smaller than one window.
         ArgumentError: a kernel size, stride or dilation that is not positive, negative padding,
             or a value that is not an int.
     """
+    key = (where, shape, kernel, stride, padding, dilation)
     try:
-        return _check_cached(where, tuple(shape), kernel, stride, padding, dilation)
+        return _CHECKED[key]
+    except KeyError:
+        out = _check(where, tuple(shape), kernel, stride, padding, dilation)
+        if len(_CHECKED) < _CACHE_SIZE:
+            _CHECKED[key] = out
+        return out
     except TypeError:  # unhashable attributes (lists): checked, uncached, to name the culprit
         return _check(where, tuple(shape), kernel, stride, padding, dilation)
 
 
 def check_geometry(where: str, kernel: Any, stride: Any, padding: Any,
-                   dilation: Any) -> tuple[Pair, Pair, Padding, Pair]:
+                   dilation: Any) -> tuple[Sizes, Sizes, PaddingNd, Sizes]:
     """Check the values of a geometry alone (no input yet: a transposed convolution computes its
     output size from them); return them as plain ints.
 
@@ -75,49 +97,55 @@ def check_geometry(where: str, kernel: Any, stride: Any, padding: Any,
         ArgumentError: a kernel size, stride or dilation that is not positive, negative padding,
             or a value that is not an int (or does not fit in 64 bits).
     """
-    kernel = _pair(where, "kernel_size", kernel)
-    stride = _pair(where, "stride", stride)
-    dilation = _pair(where, "dilation", dilation)
-    if not (isinstance(padding, tuple) and len(padding) == 2):
-        raise ArgumentError(f"{where}: padding must be ((top, bottom), (left, right)), "
-                            f"got {padding!r}")
-    pads = (_pair(where, "padding", padding[0]), _pair(where, "padding", padding[1]))
+    rank = _rank(kernel)
+    kernel = _ints(where, "kernel_size", kernel, rank)
+    stride = _ints(where, "stride", stride, rank)
+    dilation = _ints(where, "dilation", dilation, rank)
+    if not (isinstance(padding, tuple) and len(padding) == rank):
+        form = "((top, bottom), (left, right))" if rank == 2 else f"{rank} (before, after) pairs"
+        raise ArgumentError(f"{where}: padding must be {form}, got {padding!r}")
+    pads = tuple(_ints(where, "padding", p, 2) for p in padding)
     if min(kernel) < 1:
         raise ArgumentError(f"{where}: kernel_size must be positive, got {kernel}")
     if min(stride) < 1:
         raise ArgumentError(f"{where}: stride must be positive, got {stride}")
     if min(dilation) < 1:
         raise ArgumentError(f"{where}: dilation must be positive, got {dilation}")
-    if min(pads[0] + pads[1]) < 0:
+    if min(v for p in pads for v in p) < 0:
         raise ArgumentError(f"{where}: padding must be non-negative, got {pads}")
     return kernel, stride, pads, dilation
 
 
 def _check(where: str, shape: tuple[int, ...], kernel: Any, stride: Any, padding: Any,
-           dilation: Any) -> Pair:
-    if len(shape) != 4:
-        raise ShapeError(f"{where}: expected a 4-d (N, C, H, W) input, got shape {shape}")
+           dilation: Any) -> Sizes:
+    rank = _rank(kernel)
+    if len(shape) != 2 + rank:
+        layout = "(N, C, H, W)" if rank == 2 else f"(N, C, {rank} spatial axes)"
+        raise ShapeError(f"{where}: expected a {2 + rank}-d {layout} input, got shape {shape}")
     kernel, stride, pads, dilation = check_geometry(where, kernel, stride, padding, dilation)
-    padded = tuple(shape[2 + a] + sum(pads[a]) for a in range(2))
+    padded = tuple(shape[2 + a] + sum(pads[a]) for a in range(rank))
     if max(padded) > _INDEX_MAX:
         raise ArgumentError(f"{where}: padding {pads} makes the input {padded} too large to "
                             "index")
     out = tuple(out_size(shape[2 + a], kernel[a], stride[a], pads[a], dilation[a])
-                for a in range(2))
+                for a in range(rank))
     if min(out) < 1:
         reach = tuple(d * (k - 1) + 1 for d, k in zip(dilation, kernel))
         raise ShapeError(
             f"{where}: input of shape {shape} is smaller than the kernel {kernel} (dilation "
             f"{dilation}: reach {reach}; padded input {padded}); output size {out} must be at "
             "least 1")
-    return (out[0], out[1])
+    return out
 
 
-_check_cached = lru_cache(maxsize=4096)(_check)
+# Geometries that passed, with their output sizes: a training loop meets a handful, and a
+# dictionary look-up is the cheapest check (errors are not cached: they are raised again).
+_CHECKED: dict[tuple[Any, ...], Pair] = {}
+_CACHE_SIZE = 4096
 
 
-def check_output_size(where: str, shape: tuple[int, ...], kernel: Pair, stride: Pair,
-                      padding: Padding, dilation: Pair, out_hw: tuple[int, ...]) -> None:
+def check_output_size(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Sizes,
+                      padding: PaddingNd, dilation: Sizes, out_hw: tuple[int, ...]) -> None:
     """Check the geometry (:func:`check_windows`) and that it gives ``out_hw`` windows: the
     spatial size of a gradient (or of im2col's matrix) handed to a backward kernel."""
     expected = check_windows(where, shape, kernel, stride, padding, dilation)
