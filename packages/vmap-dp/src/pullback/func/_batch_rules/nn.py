@@ -1,10 +1,10 @@
 """Batching rules of pullback-nn's fused ops, registered by op name (pullback.func does not
 import pullback.nn: a rule for an op that is not registered yet waits in the registry).
 
-Images ``(N, C, H, W)`` fold the batch into ``N`` while the weights are shared; per-sample
-weights (the weight gradient of a per-sample gradient, or vmap over models) become a grouped
-convolution with ``groups * B`` groups, the trick functorch uses, so that every case is one
-kernel call.
+Images ``(N, C, *spatial)`` (2-d and 3-d) fold the batch into ``N`` while the weights are
+shared; per-sample weights (the weight gradient of a per-sample gradient, or vmap over models)
+become a grouped convolution with ``groups * B`` groups, the trick functorch uses, so that every
+case is one kernel call.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def _images(op: Op, args: Any, bdims: Any, size: int, /, **attrs: Any) -> Any:
 
 
 def _grouped(x: Tensor, bdim: Any, size: int) -> Tensor:
-    """(B, N, C, H, W) -> (N, B*C, H, W): each sample's channels form groups of their own."""
+    """(B, N, C, *spatial) -> (N, B*C, *spatial): each sample's channels form groups of their
+    own."""
     x = materialize(x, bdim, size)
     x = move_dim(x, 0, 1)
     return reshape(x, (x.shape[0], size * x.shape[2]) + tuple(x.shape[3:]))
@@ -58,11 +59,11 @@ def _stacked(w: Any, bdim: Any, size: int) -> Any:
 
 
 def _from_grouped(y: Tensor, size: int) -> tuple[Tensor, int]:
-    """(N, B*O, H, W) -> (N, B, O, H, W), batch dim 1."""
+    """(N, B*O, *spatial) -> (N, B, O, *spatial), batch dim 1."""
     return reshape(y, (y.shape[0], size, y.shape[1] // size) + tuple(y.shape[2:])), 1
 
 
-def _conv2d(op: Op, args: Any, bdims: Any, size: int, /, *, groups: int, **geometry: Any) -> Any:
+def _conv(op: Op, args: Any, bdims: Any, size: int, /, *, groups: int, **geometry: Any) -> Any:
     x, w, b = args
     bx, bw, bb = bdims
     if bw is None and bb is None:
@@ -72,8 +73,8 @@ def _conv2d(op: Op, args: Any, bdims: Any, size: int, /, *, groups: int, **geome
     return _from_grouped(y, size)
 
 
-def _conv2d_input_grad(op: Op, args: Any, bdims: Any, size: int, /, *, input_shape: Any,
-                       groups: int, **geometry: Any) -> Any:
+def _conv_input_grad(op: Op, args: Any, bdims: Any, size: int, /, *, input_shape: Any,
+                     groups: int, **geometry: Any) -> Any:
     g, w = args
     bg, bw = bdims
     n, c = input_shape[:2]
@@ -87,8 +88,8 @@ def _conv2d_input_grad(op: Op, args: Any, bdims: Any, size: int, /, *, input_sha
     return _from_grouped(y, size)
 
 
-def _conv2d_weight_grad(op: Op, args: Any, bdims: Any, size: int, /, *, weight_shape: Any,
-                        groups: int, **geometry: Any) -> Any:
+def _conv_weight_grad(op: Op, args: Any, bdims: Any, size: int, /, *, weight_shape: Any,
+                      groups: int, **geometry: Any) -> Any:
     x, g = args
     bx, bg = bdims
     dw = apply(op, _grouped(x, bx, size), _grouped(g, bg, size),
@@ -157,11 +158,19 @@ def _cross_entropy(op: Op, args: Any, bdims: Any, size: int, /, ignore_index: in
     return reshape(out, (size, -1)), 0
 
 
+def _window_rules(rank: int) -> dict[str, Any]:
+    conv, max_pool, avg_pool = (f"nn.conv{rank}d", f"nn.max_pool{rank}d",
+                                f"nn.avg_pool{rank}d")
+    return {
+        conv: _conv, f"{conv}_input_grad": _conv_input_grad,
+        f"{conv}_weight_grad": _conv_weight_grad,
+        **{f"{max_pool}{part}": _images for part in ("", "_backward", "_select", "_indices")},
+        avg_pool: _images, f"{avg_pool}_grad": _images,
+    }
+
+
 RULES = {
-    "nn.conv2d": _conv2d, "nn.conv2d_input_grad": _conv2d_input_grad,
-    "nn.conv2d_weight_grad": _conv2d_weight_grad, "nn.linear": _linear,
-    "nn.max_pool2d": _images, "nn.max_pool2d_backward": _images,
-    "nn.max_pool2d_select": _images, "nn.avg_pool2d": _images, "nn.avg_pool2d_grad": _images,
+    **_window_rules(2), **_window_rules(3), "nn.linear": _linear,
     "nn.softmax": _along_axis, "nn.log_softmax": _along_axis,
     "nn.softmax_backward": _along_axis, "nn.layer_norm": _layer_norm,
     "nn.scaled_dot_product_attention": _attention, "nn.cross_entropy": _cross_entropy,

@@ -29,12 +29,18 @@ def _linear(F: Any, tangents: Any, out: Any, x: Any, w: Any, b: Any) -> Any:
                          op(x, tw, None) if tw is not None else None, tb)
 
 
-def _conv2d(F: Any, tangents: Any, out: Any, x: Any, w: Any, b: Any, **geometry: Any) -> Any:
-    tx, tw, tb = tangents
-    op = _nn("nn.conv2d")
-    bias = F.reshape(tb, shape=(1, -1, 1, 1)) if tb is not None else None
-    return _sum_tangents(F, op(tx, w, None, **geometry) if tx is not None else None,
-                         op(x, tw, None, **geometry) if tw is not None else None, bias)
+def _conv(name: str) -> Any:
+    """The jvp of a convolution (``nn.conv2d``, ``nn.conv3d``): bilinear in input and weight."""
+
+    def rule(F: Any, tangents: Any, out: Any, x: Any, w: Any, b: Any, **geometry: Any) -> Any:
+        tx, tw, tb = tangents
+        op = _nn(name)
+        bias = (F.reshape(tb, shape=(1, -1) + (1,) * (x.ndim - 2)) if tb is not None
+                else None)
+        return _sum_tangents(F, op(tx, w, None, **geometry) if tx is not None else None,
+                             op(x, tw, None, **geometry) if tw is not None else None, bias)
+
+    return rule
 
 
 def _multilinear(name: str) -> Any:
@@ -58,16 +64,20 @@ def _linear_in_first(name: str) -> Any:
     return rule
 
 
-def _max_pool2d(F: Any, tangents: Any, out: Any, x: Any, **geometry: Any) -> Any:
-    return _nn("nn.max_pool2d_select")(tangents[0], x, out, **geometry)
+def _max_pool(name: str) -> Any:
+    def rule(F: Any, tangents: Any, out: Any, x: Any, **geometry: Any) -> Any:
+        return _nn(f"{name}_select")(tangents[0], x, out, **geometry)
+
+    return rule
 
 
-def _avg_pool2d(F: Any, tangents: Any, out: Any, x: Any, **attrs: Any) -> Any:
-    return _nn("nn.avg_pool2d")(tangents[0], **attrs)
+def _linear_op(name: str) -> Any:
+    """The jvp of an op linear in its only tensor input (average pooling and its adjoint)."""
 
+    def rule(F: Any, tangents: Any, out: Any, x: Any, **attrs: Any) -> Any:
+        return _nn(name)(tangents[0], **attrs)
 
-def _avg_pool2d_grad(F: Any, tangents: Any, out: Any, g: Any, **attrs: Any) -> Any:
-    return _nn("nn.avg_pool2d_grad")(tangents[0], **attrs)
+    return rule
 
 
 def _softmax(F: Any, tangents: Any, out: Any, x: Any, *, axis: int) -> Any:
@@ -133,14 +143,22 @@ def _attention(F: Any, tangents: Any, out: Any, q: Any, k: Any, v: Any, bias: An
     return _sum_tangents(F, *result)
 
 
+def _window_rules(rank: int) -> dict[str, Any]:
+    conv, max_pool, avg_pool = (f"nn.conv{rank}d", f"nn.max_pool{rank}d",
+                                f"nn.avg_pool{rank}d")
+    return {
+        conv: _conv(conv),
+        f"{conv}_input_grad": _multilinear(f"{conv}_input_grad"),
+        f"{conv}_weight_grad": _multilinear(f"{conv}_weight_grad"),
+        max_pool: _max_pool(max_pool),
+        f"{max_pool}_backward": _linear_in_first(f"{max_pool}_backward"),
+        f"{max_pool}_select": _linear_in_first(f"{max_pool}_select"),
+        avg_pool: _linear_op(avg_pool), f"{avg_pool}_grad": _linear_op(f"{avg_pool}_grad"),
+    }
+
+
 RULES = {
-    "nn.linear": _linear, "nn.conv2d": _conv2d,
-    "nn.conv2d_input_grad": _multilinear("nn.conv2d_input_grad"),
-    "nn.conv2d_weight_grad": _multilinear("nn.conv2d_weight_grad"),
-    "nn.max_pool2d": _max_pool2d,
-    "nn.max_pool2d_backward": _linear_in_first("nn.max_pool2d_backward"),
-    "nn.max_pool2d_select": _linear_in_first("nn.max_pool2d_select"),
-    "nn.avg_pool2d": _avg_pool2d, "nn.avg_pool2d_grad": _avg_pool2d_grad,
+    "nn.linear": _linear, **_window_rules(2), **_window_rules(3),
     "nn.softmax": _softmax, "nn.log_softmax": _log_softmax, "nn.cross_entropy": _cross_entropy,
     "nn.layer_norm": _layer_norm, "nn.scaled_dot_product_attention": _attention,
 }
