@@ -42,13 +42,20 @@ def loop_reference(module: nn.Module, inputs: list[pb.Tensor],
     return grads
 
 
+def taken(model: GradSampleModule) -> dict[str, np.ndarray]:
+    """The per-sample gradients of the one backward pass since the last step, chunks joined."""
+    passes, chunks = model.take_per_sample_gradients()
+    chunks = list(chunks)
+    assert passes == 1
+    return {k: np.concatenate([c[k].numpy() for c in chunks]) for k in chunks[0]}
+
+
 def per_sample(model: GradSampleModule, inputs: list[pb.Tensor], weights: list[np.ndarray],
                seed: int | None = None) -> dict[str, np.ndarray]:
     if seed is not None:
         pb.manual_seed(seed)
     weighted_sum(model(*inputs), weights).backward()
-    (grads,) = model.take_per_sample_gradients()
-    return {k: g.numpy() for k, g in grads.items()}
+    return taken(model)
 
 
 def assert_matches(got: dict[str, np.ndarray], want: list[dict[str, np.ndarray]],
@@ -78,7 +85,8 @@ def test_every_registered_layer_matches_a_loop(name: str) -> None:
         outputs = floats(module(*inputs))
         weights = [rng.standard_normal(tuple(o.shape)) for o in outputs]
         want = loop_reference(module, inputs, weights)
-        got = per_sample(GradSampleModule(module, loss_reduction="sum"), inputs, weights)
+        got = per_sample(GradSampleModule(module, loss_reduction="sum", chunk_size=2), inputs,
+                         weights)  # in chunks of two samples
         rows = inputs[0].shape[0]
         assert all(g.shape[0] == rows for g in got.values())
         assert_matches(got, want, entry)
@@ -110,6 +118,9 @@ def test_a_cnn_with_dropout_replays_the_forward_masks() -> None:
     for h in handles:
         h.remove()
     got = per_sample(GradSampleModule(module, loss_reduction="sum"), [x], weights, seed=7)
+    # in chunks, each replay takes its rows of the forward pass's draws
+    chunked = per_sample(GradSampleModule(module, loss_reduction="sum", chunk_size=2), [x],
+                         weights, seed=7)
 
     def apply_mask(row: pb.Tensor):
         return lambda layer, args, out: args[0] * row
@@ -124,20 +135,21 @@ def test_a_cnn_with_dropout_replays_the_forward_masks() -> None:
         for h in handles:
             h.remove()
     assert_matches(got, want, "cnn with dropout")
+    assert_matches(chunked, want, "cnn with dropout, chunks of 2")
 
 
 def test_mean_reduction_gives_each_sample_its_own_loss_gradient() -> None:
     pb.manual_seed(0)
     module = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 3)).double()
     x, y = pb.randn(6, 4, dtype="float64"), pb.randint(0, 3, (6,))
-    model = GradSampleModule(module)  # loss_reduction="mean"
+    model = GradSampleModule(module, chunk_size=4)  # loss_reduction="mean"; chunks of 4 and 2
     nn.functional.cross_entropy(model(x), y).backward()
-    (got,) = model.take_per_sample_gradients()
+    got = taken(model)
     for i in range(6):
         module.zero_grad()
         nn.functional.cross_entropy(module(x[i:i + 1]), y[i:i + 1]).backward()
         for k, p in module.named_parameters():
-            np.testing.assert_allclose(got[k].numpy()[i], p.grad.numpy(), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(got[k][i], p.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 class TwoInTwoOut(nn.Module):
@@ -157,13 +169,13 @@ def test_several_inputs_and_outputs_and_keyword_arguments() -> None:
     weights = [rng.standard_normal((4, 2)), rng.standard_normal((4, 2))]
     model = GradSampleModule(module, loss_reduction="sum")
     weighted_sum(model(x, z, scale=0.5), weights).backward()
-    (got,) = model.take_per_sample_gradients()
+    got = taken(model)
     for i in range(4):
         module.zero_grad()
         weighted_sum(module(x[i:i + 1], z[i:i + 1], scale=0.5),
                      [w[i:i + 1] for w in weights]).backward()
         for k, p in module.named_parameters():
-            np.testing.assert_allclose(got[k].numpy()[i], p.grad.numpy(), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(got[k][i], p.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 class CentreOverBatch(nn.Module):
@@ -178,7 +190,7 @@ def test_a_model_that_mixes_samples_is_refused() -> None:
     model = GradSampleModule(module)
     (model(pb.randn(5, 3)) ** 2).mean().backward()
     with pytest.raises(PrivacyUsageError, match="mixes samples of a batch"):
-        model.take_per_sample_gradients()
+        taken(model)
 
 
 def test_evaluation_and_no_grad_run_the_model_itself() -> None:

@@ -9,35 +9,30 @@ optimizer.step()``), in two phases:
    as fresh leaves that require grad, so ``loss.backward()`` stops there: it only computes
    ``c = d loss / d outputs``, one row per sample.
 2. When the optimizer asks (:meth:`GradSampleModule.take_per_sample_gradients`), each sample's
-   gradient is that of ``<f(params, x_i), c_i>``, all of them in one batched pass:
-   ``vmap(grad(...))`` replays the forward per sample and backpropagates ``c_i``. For a loss
-   that is a mean (or sum) of per-sample losses, this is each sample's own loss gradient,
-   divided by the batch size (scaled back up for ``loss_reduction="mean"``, as Opacus does).
+   gradient is that of ``<f(params, x_i), c_i>``, in batched passes over chunks of samples
+   that replay the forward pass (:mod:`._replay`). For a loss that is a mean (or sum) of
+   per-sample losses, this is each sample's own loss gradient, divided by the batch size
+   (scaled back up for ``loss_reduction="mean"``, as Opacus does).
 
-The replay restores the random generator's state of the forward pass, so dropout draws the
-same masks: ``vmap(..., randomness="different")`` draws ``(batch, *sample shape)`` at once, the
-numbers the batched forward drew for ``(batch, ...)``. The replayed outputs are compared with
-the forward's: a model that mixes samples (statistics over the batch) or draws random numbers
-some other way is refused, since its per-sample gradients would be wrong.
+The replayed outputs are compared with the forward pass's: a model that mixes samples
+(statistics over the batch) or draws random numbers some other way is refused, since its
+per-sample gradients would be wrong.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import pullback
 from pullback import nn
-from pullback.func import functional_call, grad_and_value, vmap
 from pullback.func._pytree import tree_flatten, tree_unflatten
 from pullback.tensor import Tensor
 
 from ._errors import PrivacyParameterError, PrivacyUsageError
+from ._replay import per_sample_chunks
 
 LOSS_REDUCTIONS = ("mean", "sum")
-# Replayed and forward outputs may differ by rounding (one GEMM over the batch against one per
-# sample); a model that mixes samples differs by the size of the outputs.
-_REPLAY_RTOL = 1e-3
 
 
 @dataclass
@@ -83,16 +78,22 @@ class GradSampleModule(nn.Module):
         loss_reduction: ``"mean"`` if the loss averages over the batch, ``"sum"`` if it sums.
         forbid_accumulation: refuse more than one backward pass per optimizer step (Poisson
             sampling: each sampled batch is one step of the mechanism).
+        chunk_size: samples per batched replay (default: as many as fit 32 MiB of per-sample
+            gradients, see :mod:`pullback.dp._replay`).
 
     ``state_dict`` and ``load_state_dict`` are the wrapped model's, without a prefix.
     """
 
     def __init__(self, module: nn.Module, *, loss_reduction: str = "mean",
-                 forbid_accumulation: bool = False) -> None:
+                 forbid_accumulation: bool = False, chunk_size: int | None = None) -> None:
         super().__init__()
+        if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+            raise PrivacyParameterError(f"GradSampleModule: chunk_size must be a positive int "
+                                        f"or None, got {chunk_size!r}")
         self._module = module
         self.loss_reduction = check_loss_reduction(loss_reduction, "GradSampleModule")
         self.forbid_accumulation = forbid_accumulation
+        self.chunk_size = chunk_size
         self._records: list[_Record] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -117,10 +118,11 @@ class GradSampleModule(nn.Module):
         """The wrapped model's parameters that require grad, by name."""
         return {name: p for name, p in self._module.named_parameters() if p.requires_grad}
 
-    def take_per_sample_gradients(self) -> list[dict[str, Tensor]]:
+    def take_per_sample_gradients(self) -> tuple[int, Iterator[dict[str, Tensor]]]:
         """The per-sample gradients of every forward pass backpropagated since the last
-        :meth:`clear` (one dict per pass: parameter name -> ``(batch, *shape)``), marked as
-        used. Forward passes without a backward are dropped.
+        :meth:`clear`, marked as used: ``(passes, chunks)``, where ``chunks`` yields
+        ``{parameter name: (samples, *shape)}`` for consecutive groups of samples, computed as
+        they are taken (memory holds one chunk). Forward passes without a backward are dropped.
 
         Raises:
             PrivacyUsageError: no backward pass since the last step, gradients already used by
@@ -148,7 +150,7 @@ class GradSampleModule(nn.Module):
         for r in live:
             r.consumed = True
         self._records = live
-        return [self._per_sample(r) for r in live]
+        return len(live), (chunk for r in live for chunk in self._per_sample(r))
 
     def clear(self) -> None:
         """Forget the per-sample gradients of past backward passes (``zero_grad``); a forward
@@ -167,68 +169,18 @@ class GradSampleModule(nn.Module):
         first = next(iter(self._module.parameters()), None)
         return (first.device if first is not None else pullback.Device("cpu")).backend
 
-    def _per_sample(self, record: _Record) -> dict[str, Tensor]:
+    def _per_sample(self, record: _Record) -> Iterator[dict[str, Tensor]]:
         params = {name: p.detach() for name, p in self.trainable_parameters().items()}
-        size = _batch_size(record.args)
-        if size == 0:  # an empty Poisson batch: no sample, no gradient
-            return {name: pullback.zeros((0,) + tuple(p.shape), dtype=p.dtype, device=p.device)
-                    for name, p in params.items()}
         cotangents = [o.grad if isinstance(o, Tensor) else None for o in record.outputs]
         if self.loss_reduction == "mean":
             # undo the loss's 1 / batch (as Opacus does) on the cotangents, which are one row
             # per sample, rather than on the per-sample gradients, which are a model per sample
+            size = _batch_size(record.args)
             cotangents = [None if c is None else c * size for c in cotangents]
-        arg_leaves, arg_spec = tree_flatten(record.args)
-        arg_dims = tree_unflatten([0 if isinstance(a, Tensor) else None for a in arg_leaves],
-                                  arg_spec)
-        ct_dims = [None if c is None else 0 for c in cotangents]
-        module, kwargs = self._module, record.kwargs
-
-        def sample_value(p: dict[str, Tensor], args: Any, cts: list[Any]) -> Tensor:
-            """<f(p, x_i), c_i> for one sample, run as a batch of one."""
-            batch_of_one = tuple(a.unsqueeze(0) if isinstance(a, Tensor) else a
-                                 for a in tree_flatten(args)[0])
-            out = functional_call(module, p, tree_unflatten(list(batch_of_one), arg_spec), kwargs)
-            total = None
-            for leaf, ct in zip(tree_flatten(out)[0], cts):
-                if ct is not None:
-                    term = (leaf[0] * ct).sum()
-                    total = term if total is None else total + term
-            return total
-
-        backend = self._backend()
-        resume = backend.get_rng_state()
-        backend.set_rng_state(record.rng_state)  # the forward pass's random numbers again
-        try:
-            grads, values = vmap(grad_and_value(sample_value), in_dims=(None, arg_dims, ct_dims),
-                                 randomness="different")(params, record.args, cotangents)
-        finally:
-            backend.set_rng_state(resume)
-        _check_replay(values, record.outputs, cotangents)
-        return grads
+        return per_sample_chunks(self._module, params, record.args, record.kwargs,
+                                 record.outputs, cotangents, record.rng_state, self._backend(),
+                                 self.chunk_size)
 
 
 def _is_float_tensor(x: Any) -> bool:
     return isinstance(x, Tensor) and x.dtype.kind == "f"
-
-
-def _check_replay(values: Tensor, outputs: list[Any], cotangents: list[Any]) -> None:
-    """Each sample's replayed ``<f(x_i), c_i>`` must be the forward pass's."""
-    expected, scale = 0.0, 0.0
-    for out, ct in zip(outputs, cotangents):
-        if ct is None:
-            continue
-        o, c = out.detach().array, ct.array
-        expected = expected + (o * c).reshape(o.shape[0], -1).sum(axis=1)
-        scale = scale + abs(o * c).reshape(o.shape[0], -1).sum(axis=1)
-    error = abs(values.array - expected)
-    bound = _REPLAY_RTOL * (scale + scale.max() * 1e-3)
-    bad = (error > bound).nonzero()[0]
-    if bad.size:
-        i = int(bad[0])
-        raise PrivacyUsageError(
-            f"the per-sample replay of the forward pass does not reproduce it ({bad.size} of "
-            f"{error.shape[0]} samples differ, sample {i} by {float(error[i]):.3g}): the model "
-            "mixes samples of a batch (BatchNorm in training mode, statistics over dim 0) or "
-            "draws random numbers that are not one draw of (batch, ...) per call, so its "
-            "per-sample gradients are not defined")

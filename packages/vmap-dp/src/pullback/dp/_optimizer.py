@@ -172,10 +172,10 @@ class DPOptimizer(Optimizer):
     def clip_and_accumulate(self) -> int:
         """Clip this batch's per-sample gradients and add them to the logical batch's sums;
         returns how many forward/backward passes they came from."""
-        records = self.module.take_per_sample_gradients()
-        for record in records:
-            grads = {pid: record[name].array for pid, name in self._names.items()}
-            first = next(iter(record.values()))
+        passes, chunks = self.module.take_per_sample_gradients()
+        for chunk in chunks:  # each sample's gradient is whole within one chunk
+            grads = {pid: chunk[name].array for pid, name in self._names.items()}
+            first = next(iter(chunk.values()))
             xp, size = first.device.backend.xp, first.shape[0]
             factors = self._clip_factors(grads, xp, size)
             for pid, g in grads.items():
@@ -184,7 +184,7 @@ class DPOptimizer(Optimizer):
                     self._summed[pid] += clipped
                 else:
                     self._summed[pid] = clipped
-        return len(records)
+        return passes
 
     def add_noise_and_average(self, accumulated: int) -> None:
         """``p.grad = (sum + N(0, std^2)) / (expected_batch_size * accumulated)`` (no division
