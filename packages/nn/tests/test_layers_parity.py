@@ -218,7 +218,9 @@ def test_layer_matches_torch(case, dtype):
 
 def test_every_layer_class_is_in_the_table():
     """A layer added to pullback.nn without a parity case fails here."""
-    tested = {type(c.make(nn)).__name__ for c in CASES}
+    from nn_cases_windows import CASES as WINDOW_CASES
+
+    tested = {type(c.make(nn)).__name__ for c in CASES + WINDOW_CASES}
     from pullback.nn import modules
 
     losses = {n for n in modules.__all__ if n.endswith("Loss")}

@@ -40,11 +40,18 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
+def ntuple(value: Any, n: int, where: str, name: str) -> tuple[int, ...]:
+    """An int or ``n`` ints as a tuple of ``n`` Python ints (PyTorch's ``_ntuple``); anything
+    else (a float, a bool, the wrong count) is an ArgumentError naming ``where`` and ``name``."""
+    if _is_int(value):
+        return (int(value),) * n
+    if isinstance(value, (tuple, list)) and len(value) == n and all(map(_is_int, value)):
+        return tuple(int(v) for v in value)
+    what = {1: "an int", 2: "an int or a pair of ints"}.get(n, f"an int or {n} ints")
+    raise ArgumentError(f"{where}: {name} must be {what}, got {value!r}")
+
+
 def pair(value: Any, where: str, name: str) -> tuple[int, int]:
     """An int or a pair of ints as a pair of Python ints (PyTorch's ``_pair``); anything else
     (a float, a bool, three values) is an ArgumentError naming ``where`` and ``name``."""
-    if _is_int(value):
-        return (int(value), int(value))
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_is_int, value)):
-        return (int(value[0]), int(value[1]))
-    raise ArgumentError(f"{where}: {name} must be an int or a pair of ints, got {value!r}")
+    return ntuple(value, 2, where, name)  # type: ignore[return-value]

@@ -179,6 +179,80 @@ def _torch_max_pool(torch: Any) -> Any:
         x, k, stride, padding, dilation)
 
 
+def _conv3d_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+    a = _arrays(dtype, rng)
+    return [Sample((a(1, 2, 3, 4, 3), a(2, 2, 2, 2, 2), a(2)), {"padding": (1, 0, 1)}),
+            Sample((a(1, 2, 4, 3, 4), a(2, 1, 2, 1, 2)),
+                   {"stride": (2, 1, 2), "dilation": (1, 2, 1), "groups": 2}),
+            Sample((a(0, 2, 3, 3, 3), a(2, 2, 2, 2, 2)), label="empty-batch")]
+
+
+def _conv3d_errors(rng: np.random.Generator) -> list[ErrorCase]:
+    a = _f64(rng)
+    x, w = a(1, 2, 4, 4, 4), a(2, 2, 3, 3, 3)
+    return [
+        ErrorCase((x, w), ArgumentError, r"conv3d: stride must be positive, got \(0, 0, 0\)",
+                  {"stride": 0}),
+        ErrorCase((x, w), ArgumentError, r"conv3d: dilation must be positive", {"dilation": -1}),
+        ErrorCase((x, w), ArgumentError, r"conv3d: stride must be an int or 3 ints, got 1\.5",
+                  {"stride": 1.5}),
+        ErrorCase((a(1, 2, 2, 4, 4), w), ShapeError,
+                  r"conv3d: input of shape \(1, 2, 2, 4, 4\) is smaller than the kernel"),
+        ErrorCase((a(1, 2, 4, 4), a(2, 2, 3, 3)), ShapeError, r"conv3d: expected a 5-d weight"),
+    ]
+
+
+def _conv_transpose3d_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+    a = _arrays(dtype, rng)
+    return [Sample((a(1, 2, 2, 3, 2), a(2, 2, 2, 2, 2), a(2)),
+                   {"stride": (2, 1, 2), "padding": (0, 1, 0), "output_padding": (1, 0, 0)}),
+            Sample((a(1, 2, 2, 2, 2), a(2, 1, 2, 2, 2)), {"groups": 2, "dilation": 2})]
+
+
+def _conv_transpose3d_errors(rng: np.random.Generator) -> list[ErrorCase]:
+    a = _f64(rng)
+    x, w = a(1, 2, 3, 3, 3), a(2, 2, 2, 2, 2)
+    return [ErrorCase((x, w), ArgumentError,
+                      r"conv_transpose3d: output_padding \(2, 2, 2\) must be non-negative",
+                      {"stride": 2, "output_padding": 2}),
+            ErrorCase((x, w), ArgumentError, r"conv_transpose3d: stride must be positive",
+                      {"stride": 0})]
+
+
+def _pool3d_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+    a = _arrays(dtype, rng)
+    return [Sample((a(1, 2, 4, 4, 5), 2)), Sample((a(1, 1, 5, 4, 5), 3, 2, 1)),
+            Sample((a(1, 1, 5, 4, 5), (3, 2, 2), (2, 1, 2)), {"ceil_mode": True}, label="ceil"),
+            Sample((a(0, 2, 4, 4, 4), 2), label="empty")]
+
+
+def _pool3d_errors(call: str) -> Callable[[np.random.Generator], list[ErrorCase]]:
+    def errors(rng: np.random.Generator) -> list[ErrorCase]:
+        a = _f64(rng)
+        x = a(1, 2, 4, 4, 4)
+        return [
+            ErrorCase((x, 0), ArgumentError, rf"{call}: kernel_size must be positive"),
+            ErrorCase((x, 2, 0), ArgumentError, rf"{call}: stride must be positive"),
+            ErrorCase((x, 2, 2, 2), ArgumentError,
+                      rf"{call}: padding \(2, 2, 2\) must be at most half the kernel size"),
+            ErrorCase((a(1, 2, 1, 4, 4), 2), ShapeError,
+                      rf"{call}: input of shape \(1, 2, 1, 4, 4\) is smaller than the kernel"),
+            ErrorCase((a(2, 4, 4), 2), ShapeError, rf"{call}: expected a 5-d input"),
+        ]
+
+    return errors
+
+
+def _torch_max_pool3d(torch: Any) -> Any:
+    return lambda x, k, stride=None, padding=0, ceil_mode=False: \
+        torch.nn.functional.max_pool3d(x, k, stride, padding, ceil_mode=ceil_mode)
+
+
+def _max_pool3d(x: Any, k: Any, stride: Any = None, padding: Any = 0,
+                ceil_mode: bool = False) -> Any:
+    return F.max_pool3d(x, k, stride, padding, ceil_mode=ceil_mode)
+
+
 # -- attention ---------------------------------------------------------------------------------
 
 def _sdpa_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
@@ -217,6 +291,18 @@ RECORDS = (
     OpRecord(name="nn.functional.avg_pool2d", fn=F.avg_pool2d,
              torch=_torch_functional("avg_pool2d"), ops=("nn.avg_pool2d",), dtypes=FLOATS,
              samples=_pool_samples, errors=_avg_pool_errors),
+    OpRecord(name="nn.functional.conv3d", fn=F.conv3d, torch=_torch_functional("conv3d"),
+             ops=("nn.conv3d",), dtypes=FLOATS, samples=_conv3d_samples, errors=_conv3d_errors),
+    OpRecord(name="nn.functional.conv_transpose3d", fn=F.conv_transpose3d,
+             torch=_torch_functional("conv_transpose3d"), ops=("nn.conv3d_input_grad",),
+             dtypes=FLOATS, samples=_conv_transpose3d_samples,
+             errors=_conv_transpose3d_errors),
+    OpRecord(name="nn.functional.max_pool3d", fn=_max_pool3d, torch=_torch_max_pool3d,
+             ops=("nn.max_pool3d",), dtypes=FLOATS, samples=_pool3d_samples,
+             errors=_pool3d_errors("max_pool3d")),
+    OpRecord(name="nn.functional.avg_pool3d", fn=F.avg_pool3d,
+             torch=_torch_functional("avg_pool3d"), ops=("nn.avg_pool3d",), dtypes=FLOATS,
+             samples=_pool3d_samples, errors=_pool3d_errors("avg_pool3d")),
     OpRecord(name="nn.functional.scaled_dot_product_attention",
              fn=F.scaled_dot_product_attention,
              torch=_torch_functional("scaled_dot_product_attention"),

@@ -31,6 +31,7 @@ def register_rules(register: Callable[[str, str, Any], None]) -> None:
         return records
 
     for op_name in ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.conv2d",
-                    "nn.conv2d_input_grad", "nn.max_pool2d", "nn.avg_pool2d",
+                    "nn.conv2d_input_grad", "nn.max_pool2d", "nn.avg_pool2d", "nn.conv3d",
+                    "nn.conv3d_input_grad", "nn.max_pool3d", "nn.avg_pool3d",
                     "nn.scaled_dot_product_attention"):
         register(op_name, "opdb", records_of(op_name))

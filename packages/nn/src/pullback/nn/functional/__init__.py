@@ -5,7 +5,11 @@ from .activation import (
     elu, gelu, hardtanh, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh,
 )
 from .attention import scaled_dot_product_attention
-from .conv import conv1d, conv2d, conv_transpose2d
+from .adaptive import (
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
+    adaptive_max_pool2d, adaptive_max_pool3d,
+)
+from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from .dropout import dropout
 from .embedding import embedding
 from .linear import bilinear, linear
@@ -14,7 +18,11 @@ from .loss import (
     huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
 )
 from .normalization import batch_norm, group_norm, layer_norm, rms_norm
-from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .padding import pad
+from .pooling import (
+    avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d,
+    max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d,
+)
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
@@ -23,4 +31,9 @@ __all__ = [
     "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d",
     "mse_loss", "nll_loss", "relu", "rms_norm", "scaled_dot_product_attention", "sigmoid",
     "silu", "smooth_l1_loss", "softmax", "softplus", "tanh",
+    # convolution, pooling, padding
+    "adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "avg_pool1d", "avg_pool3d", "conv3d", "conv_transpose1d",
+    "conv_transpose3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d", "max_pool3d",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "pad",
 ]

@@ -4,7 +4,7 @@ from .activation import (
     ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh,
 )
 from .attention import MultiHeadAttention, MultiheadAttention
-from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .embedding import Embedding
 from .linear import Bilinear, Linear
@@ -13,7 +13,11 @@ from .loss import (
     MSELoss, NLLLoss, SmoothL1Loss,
 )
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .pooling import (
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d, MaxPool1d,
+    MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
+)
 from .shape import Flatten, Identity, Unflatten
 from .transformer import TransformerBlock
 
@@ -25,4 +29,9 @@ __all__ = [
     "LogSoftmax", "MSELoss", "MaxPool2d", "MultiHeadAttention", "MultiheadAttention", "NLLLoss",
     "RMSNorm", "ReLU", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh",
     "TransformerBlock", "Unflatten",
+    # convolution, pooling
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool3d", "Conv3d", "ConvTranspose1d", "ConvTranspose3d",
+    "LPPool1d", "LPPool2d", "LPPool3d", "MaxPool1d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
+    "MaxUnpool3d",
 ]

@@ -1,0 +1,114 @@
+"""The layer-parity harness shared by pullback.nn's tests: a table of cases, each building a
+layer from ``torch.nn`` and from ``pullback.nn`` with the same call (the APIs match), copying
+PyTorch's weights in through ``load_state_dict`` and comparing forward values, gradients of
+inputs and parameters, and buffers, in float64 (to 1e-10) and float32, train and eval modes.
+
+(A uniquely named module rather than conftest.py, which every package's tests have.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import pullback
+
+from nn_helpers import assert_close, copy_torch_weights
+
+
+@dataclass
+class Case:
+    """One layer configuration: ``make(nn)`` builds it, ``inputs(rng)`` makes NumPy inputs
+    (floating ones get gradients, integer ones are passed as int64: targets, indices)."""
+
+    id: str
+    make: Callable[[Any], Any]
+    inputs: Callable[[np.random.Generator], list[np.ndarray]]
+    modes: tuple[str, ...] = ("train",)
+    output: Callable[[Any], Any] = field(default=lambda out: out)
+    kwargs: dict[str, Any] = field(default_factory=dict)  # keyword arguments of the call
+
+
+def normal(*shape: int, scale: float = 1.0) -> Callable[[np.random.Generator], list[np.ndarray]]:
+    return lambda rng: [rng.standard_normal(shape) * scale]
+
+
+def ints(high: int, *shape: int) -> Callable[[np.random.Generator], list[np.ndarray]]:
+    return lambda rng: [rng.integers(0, high, shape)]
+
+
+def _run(module: Any, arrays: list[np.ndarray], framework: Any, dtype: str,
+         kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """Forward with fresh inputs (floating ones require grad); returns (output, inputs)."""
+    inputs = []
+    for a in arrays:
+        floating = a.dtype.kind == "f"
+        if framework is not pullback:
+            t = framework.tensor(a, dtype=getattr(framework, dtype) if floating else
+                                 framework.int64)
+            t.requires_grad_(floating)
+        else:
+            t = pullback.tensor(a, dtype=dtype if floating else "int64", requires_grad=floating)
+        inputs.append(t)
+    if len(arrays) == 3 and arrays[0] is arrays[1] is arrays[2]:
+        inputs = [inputs[0]] * 3  # self-attention: one tensor passed three times
+    return module(*inputs, **kwargs), inputs
+
+
+def check_layer(case: Case, dtype: str, torch: Any) -> None:
+    """Compare ``case``'s layer in pullback.nn with torch.nn's, in each of its modes."""
+    from pullback import nn
+
+    for mode in case.modes:
+        rng = np.random.default_rng(0)
+        ours, theirs = case.make(nn), case.make(torch.nn)
+        theirs = theirs.to(getattr(torch, dtype))
+        ours.to(dtype)
+        assert list(ours.state_dict()) == list(theirs.state_dict()), \
+            f"{case.id}: state_dict keys differ"
+        copy_torch_weights(ours, theirs)
+        arrays = case.inputs(rng)
+        if mode == "eval":
+            # Give batch norm non-trivial running statistics first.
+            for _ in range(2):
+                _run(ours, arrays, pullback, dtype, case.kwargs)
+                _run(theirs, arrays, torch, dtype, case.kwargs)
+            ours.eval()
+            theirs.eval()
+        out, ins = _run(ours, arrays, pullback, dtype, case.kwargs)
+        t_out, t_ins = _run(theirs, arrays, torch, dtype, case.kwargs)
+        out, t_out = case.output(out), case.output(t_out)
+        if isinstance(t_out, tuple):
+            # (output, attention weights) or (values, indices): compare all, differentiate
+            # through the first.
+            for i, (a, b) in enumerate(zip(out[1:], t_out[1:]), 1):
+                if b.dtype.is_floating_point:
+                    assert_close(a, b, dtype, f"{case.id} output {i} ({mode})")
+                else:
+                    np.testing.assert_array_equal(np.asarray(a), b.numpy(),
+                                                  err_msg=f"{case.id} output {i} ({mode})")
+            out, t_out = out[0], t_out[0]
+        assert tuple(out.shape) == tuple(t_out.shape), f"{case.id}: shapes differ"
+        assert_close(out, t_out, dtype, f"{case.id} forward ({mode})")
+        if not t_out.requires_grad:
+            continue
+        weights = rng.standard_normal(tuple(t_out.shape))
+        (out * pullback.tensor(weights, dtype=dtype)).sum().backward()
+        (t_out * torch.tensor(weights, dtype=getattr(torch, dtype))).sum().backward()
+        seen = set()
+        for x, tx in zip(ins, t_ins):
+            if id(x) in seen or not tx.requires_grad:
+                continue
+            seen.add(id(x))
+            assert_close(x.grad, tx.grad, dtype, f"{case.id} input gradient ({mode})")
+        t_params = dict(theirs.named_parameters())
+        for name, p in ours.named_parameters():
+            if t_params[name].grad is None:
+                assert p.grad is None, f"{case.id}: {name} got a gradient torch does not have"
+                continue
+            assert_close(p.grad, t_params[name].grad, dtype, f"{case.id} grad of {name} ({mode})")
+        t_buffers = dict(theirs.named_buffers())
+        for name, b in ours.named_buffers():
+            assert_close(b, t_buffers[name], dtype, f"{case.id} buffer {name} ({mode})")
