@@ -67,6 +67,11 @@ def parity_kwargs(method: str) -> dict[str, Any]:
 
 
 
+# Solvers that interpolate between steps with the cubic Hermite polynomial, where torchdiffeq's
+# quartic goes through a mid-step estimate of too low an order: they take torchdiffeq's steps
+# but differ from it (by its interpolation error) at output times inside a step.
+OWN_DENSE_OUTPUT = ("bosh3", "adaptive_heun")
+
 # Tsitouras 5(4), for the reference: torchdiffeq 0.2.5 has no tsit5, so the reference runs its
 # adaptive Runge-Kutta machinery with this tableau (high-precision values from diffrax, typed
 # here independently of pullback.sutra's table) and the mid-step weights of Tsitouras's dense

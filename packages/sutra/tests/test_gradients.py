@@ -15,7 +15,8 @@ import pytest
 
 from pullback.sutra import odeint
 from pullback.testing import gradcheck
-from sutra_cases import ADAPTIVE, FIXED, METHODS, accurate, allowed_error, parity_kwargs, tensor
+from sutra_cases import (ADAPTIVE, FIXED, METHODS, OWN_DENSE_OUTPUT, accurate, allowed_error,
+                         install_torch_tsit5, parity_kwargs, tensor)
 
 M = np.array([[-0.3, 1.0], [-1.0, -0.2]])
 
@@ -75,13 +76,13 @@ def test_gradients_match_the_matrix_exponential(method: str) -> None:
     np.testing.assert_allclose(t.grad.numpy(), grad_t, atol=t_tol)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_gradients_match_torchdiffeq(method: str) -> None:
+# bosh3 and adaptive_heun interpolate between steps otherwise than torchdiffeq (see
+# test_torchdiffeq_parity.py): their gradients are checked against closed forms above.
+@pytest.mark.parametrize("method", [m for m in METHODS if m not in OWN_DENSE_OUTPUT])
+def test_gradients_match_torchdiffeq(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
     torchdiffeq = pytest.importorskip("torchdiffeq")
-    if method == "tsit5":
-        pytest.skip("torchdiffeq 0.2.5 has no tsit5 (its parity runs on torchdiffeq's machinery "
-                    "in test_torchdiffeq_parity.py; its gradients against closed forms above)")
+    install_torch_tsit5(torch, monkeypatch)
     kwargs = {"method": method, **parity_kwargs(method)}
     y0_np, t_np = np.array([1.0, 0.5]), np.array([0.0, 0.5, 1.2])
     def gradients(solve, make, sin) -> list[np.ndarray]:

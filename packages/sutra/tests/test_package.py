@@ -15,7 +15,8 @@ def test_installed_and_discovered() -> None:
 
 def test_public_surface() -> None:
     assert sorted(sutra.__all__) == sorted(
-        ["SOLVERS", "MaxStepsError", "NonFiniteError", "SolverError", "odeint"])
+        ["SOLVERS", "MaxStepsError", "NonFiniteError", "SolverError", "NeuralODE", "odeint",
+         "odeint_adjoint", "odeint_event"])
     for name in set(sutra.__all__) - {"SOLVERS"}:  # (a mapping: documented in the module)
         assert getattr(sutra, name).__doc__, f"pullback.sutra.{name} has no docstring"
     assert issubclass(sutra.NonFiniteError, pullback.PullbackError)

@@ -4,9 +4,13 @@ and each option that changes what the solver does (first_step, the step-size fac
 jump_t, min/max_step, a custom norm, perturb, cubic interpolation, grid_constructor).
 
 The solvers run torchdiffeq's algorithms, so the solutions agree to rounding, far inside the
-tolerances: 1e-10 here, with values of order one. dopri8 is the exception: its error estimate
-is a sum of fourteen terms that cancel to the last few digits, so rounding alone moves its step
-sizes a little; its solutions then agree to the tolerance, not to rounding.
+tolerances: 1e-10 here, with values of order one. Two exceptions:
+
+- dopri8's error estimate is a sum of fourteen terms that cancel to the last few digits, so
+  rounding alone moves its step sizes a little; its solutions agree to the tolerance.
+- bosh3 and adaptive_heun take the same steps, but interpolate between them with the cubic
+  Hermite polynomial, where torchdiffeq's quartic goes through a mid-step estimate of too low an
+  order: at output times inside a step they must be at least as accurate as torchdiffeq.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import pytest
 
 import pullback
 from pullback.sutra import odeint
-from sutra_cases import FIXED, METHODS, install_torch_tsit5, parity_kwargs, tensor
+from sutra_cases import (FIXED, METHODS, OWN_DENSE_OUTPUT, install_torch_tsit5, parity_kwargs,
+                         tensor)
 
 torch = pytest.importorskip("torch")
 torchdiffeq = pytest.importorskip("torchdiffeq")
@@ -65,19 +70,28 @@ def _torch_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_parity(t: np.ndarray, method: str) -> None:
+    ours, theirs = ours_and_theirs(t, method, **parity_kwargs(method))
+    if method not in OWN_DENSE_OUTPUT:
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=agreement(method))
+        return
+    truth, _ = ours_and_theirs(t, "dopri5", rtol=1e-12, atol=1e-14)
+    ours_error, theirs_error = np.abs(ours - truth).max(), np.abs(theirs - truth).max()
+    assert ours_error <= theirs_error * 1.01 + 1e-12, (ours_error, theirs_error)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=2 * theirs_error + 1e-12)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_forward_in_time(method: str) -> None:
-    ours, theirs = ours_and_theirs(np.linspace(0.0, 4.0, 9), method, **parity_kwargs(method))
-    np.testing.assert_allclose(ours, theirs, rtol=0, atol=agreement(method))
+    check_parity(np.linspace(0.0, 4.0, 9), method)
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_backward_in_time(method: str) -> None:
-    ours, theirs = ours_and_theirs(np.linspace(1.0, -2.0, 5), method, **parity_kwargs(method))
-    np.testing.assert_allclose(ours, theirs, rtol=0, atol=agreement(method))
+    check_parity(np.linspace(1.0, -2.0, 5), method)
 
 
-@pytest.mark.parametrize("method", ["dopri5", "tsit5", "bosh3", "rk4"])
+@pytest.mark.parametrize("method", ["dopri5", "tsit5", "fehlberg2", "rk4"])
 def test_float32(method: str) -> None:
     ours, theirs = ours_and_theirs(np.linspace(0.0, 2.0, 5), method, dtype="float32",
                                    rtol=1e-5, atol=1e-6,
@@ -86,7 +100,7 @@ def test_float32(method: str) -> None:
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("method", ["dopri5", "bosh3", "implicit_adams"])
+@pytest.mark.parametrize("method", ["dopri5", "fehlberg2", "implicit_adams"])
 def test_tuple_state_with_per_component_tolerances(method: str) -> None:
     t = np.linspace(0.0, 3.0, 4)
     options = {"step_size": 0.05} if method in FIXED else {}
@@ -151,9 +165,9 @@ def test_jump_t_at_a_discontinuity_of_func() -> None:
 
 
 def test_custom_norm() -> None:
-    ours, theirs = ours_and_theirs(np.linspace(0.0, 3.0, 4), "bosh3", rtol=1e-6, atol=1e-8,
+    ours, theirs = ours_and_theirs(np.linspace(0.0, 3.0, 4), "dopri5", rtol=1e-6, atol=1e-8,
                                    options={"norm": lambda y: y.abs().max()})
-    ref, _ = ours_and_theirs(np.linspace(0.0, 3.0, 4), "bosh3", rtol=1e-6, atol=1e-8)
+    ref, _ = ours_and_theirs(np.linspace(0.0, 3.0, 4), "dopri5", rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10)
     assert np.abs(ours - ref).max() > 1e-9  # the norm changed the steps
 

@@ -7,7 +7,11 @@ torchdiffeq's API on pullback: :func:`odeint` (backpropagation through the solve
 """
 
 from ._errors import MaxStepsError, NonFiniteError, SolverError
+from ._adjoint import odeint_adjoint
+from ._events import odeint_event
+from ._module import NeuralODE
 from ._odeint import odeint
 from ._solvers import SOLVERS
 
-__all__ = ["SOLVERS", "MaxStepsError", "NonFiniteError", "SolverError", "odeint"]
+__all__ = ["SOLVERS", "MaxStepsError", "NeuralODE", "NonFiniteError", "SolverError", "odeint",
+           "odeint_adjoint", "odeint_event"]

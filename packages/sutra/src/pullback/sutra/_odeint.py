@@ -72,7 +72,8 @@ def solve(problem: Problem) -> Any:
         if problem.event_fn is None:
             states = solver.integrate(problem.times(graph), problem.times_f, f0)
             return problem.output(fn.stack(states))
-        t_event, y_event = solver.integrate_until_event(problem.times_f[0], problem.event(fn))
+        t_event, y_event = solver.integrate_until_event(problem.times(graph)[0], problem.times_f[0],
+                                                        problem.event(fn))
         return problem.event_time(t_event), problem.output(fn.stack([y0, y_event]))
 
 

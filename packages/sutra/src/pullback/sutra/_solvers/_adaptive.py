@@ -69,8 +69,8 @@ class AdaptiveRungeKutta(Solver):
             out.append(self._dense(t))
         return out
 
-    def integrate_until_event(self, t0: float, event_fn: EventFn) -> tuple[float, Any]:
-        self._start(t0, t0, None)
+    def integrate_until_event(self, t0: Any, t0f: float, event_fn: EventFn) -> tuple[float, Any]:
+        self._start(t0, t0f, None)
         value = event_fn(self.t1f, as_array(self.y1))
         if value == 0:
             return self.t1f, self.y1

@@ -52,8 +52,9 @@ class Solver:
         starting from ``y0`` at ``times[0]``. ``f0``, when given, is ``fn(times[0], y0)``."""
         raise NotImplementedError
 
-    def integrate_until_event(self, t0: float, event_fn: EventFn) -> tuple[float, Any]:
-        """Integrate from ``t0`` until ``event_fn`` changes sign: (event time, state there)."""
+    def integrate_until_event(self, t0: Any, t0f: float, event_fn: EventFn) -> tuple[float, Any]:
+        """Integrate from ``t0`` (a float, or a 0-d Tensor when it needs a gradient; ``t0f``
+        is its float value) until ``event_fn`` changes sign: (event time, state there)."""
         raise NotImplementedError
 
     def raise_non_finite(self, step: int, t: Any, replay: Callable[[], Any]) -> NoReturn:

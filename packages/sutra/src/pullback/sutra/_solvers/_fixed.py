@@ -69,28 +69,29 @@ class FixedGridSolver(Solver):
             y0, f0 = y1, None
         return out
 
-    def integrate_until_event(self, t0: float, event_fn: EventFn) -> tuple[float, Any]:
+    def integrate_until_event(self, t0: Any, t0f: float, event_fn: EventFn) -> tuple[float, Any]:
         if self.step_size is None:
             raise ValueError(f"{self.fn.name}: an event with the fixed-grid solver {self.name} "
                              "needs options['step_size']")
         dt, y0 = self.step_size, self.y0
-        sign0 = sign(event_fn(t0, as_array(y0)))
+        sign0 = sign(event_fn(t0f, as_array(y0)))
         for n in range(1, MAX_EVENT_STEPS + 1):
-            t1 = t0 + dt
+            t1, t1f = t0 + dt, t0f + dt
             dy, k0 = self.step(t0, dt, t1, y0, None)
             y1 = y0 + dy
             self._check(n, t0, dt, t1, y0, y1)
-            if sign(event_fn(t1, as_array(y1))) != sign0:
-                return self.find_event(self._interpolator(t0, t1, y0, y1, k0), sign0, t0, t1,
-                                       event_fn)
-            t0, y0 = t1, y1
+            if sign(event_fn(t1f, as_array(y1))) != sign0:
+                return self.find_event(self._interpolator(t0, t1, t0f, t1f, y0, y1, k0), sign0,
+                                       t0f, t1f, event_fn)
+            t0, t0f, y0 = t1, t1f, y1
         raise MaxStepsError(f"{self.fn.name}: no event within {MAX_EVENT_STEPS} steps of "
                             f"{self.step_size} ({self.name}); the last state was at "
-                            f"t={self.fn.user_time_of(t0):.6g}")
+                            f"t={self.fn.user_time_of(t0f):.6g}")
 
-    def _interpolator(self, t0: float, t1: float, y0: Any, y1: Any, f0: Any) -> Callable[[float], Any]:
+    def _interpolator(self, t0: Any, t1: Any, t0f: float, t1f: float, y0: Any, y1: Any,
+                      f0: Any) -> Callable[[float], Any]:
         """The interpolation inside one step, as a function of time (for the event search)."""
-        return lambda t: self._interpolate(t0, t1, t0, t1, y0, y1, f0, t, t)
+        return lambda t: self._interpolate(t0, t1, t0f, t1f, y0, y1, f0, t, t)
 
     def _check(self, n: int, t0: Any, dt: Any, t1: Any, y0: Any, y1: Any) -> None:
         """Raise if step ``n`` (from ``t0``) made a non-finite state."""

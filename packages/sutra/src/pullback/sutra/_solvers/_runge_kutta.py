@@ -85,6 +85,15 @@ def quartic_dense_output(b: Sequence[float], mid: Sequence[float]) -> tuple[tupl
     return tuple(weights)
 
 
+def hermite_dense_output(b: Sequence[float]) -> tuple[tuple[float, ...], ...]:
+    """The cubic Hermite interpolant through y0, y1 with slopes k_0 and k_last, as stage weights
+    (diffrax's dense output for its low-order solvers): third order between steps where
+    k_last = f(t1, y1)."""
+    last = len(b) - 1
+    return tuple((float(i == 0), -2.0 * (i == 0) + 3 * s - (i == last),
+                  float(i == 0) - 2 * s + (i == last), 0.0) for i, s in enumerate(b))
+
+
 def stages(fn: Dynamics, tableau: ButcherTableau, t0: Any, t1: Any, dt: Any, y0: Any, f0: Any,
            end_perturb: int = NONE) -> tuple[list[Any], Any]:
     """The rates ``k`` of one step from ``(t0, y0)`` (``f0 = fn(t0, y0)``) and the state of the

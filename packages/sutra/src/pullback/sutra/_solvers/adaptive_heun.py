@@ -1,9 +1,14 @@
-"""Heun's method with an Euler error estimate: two stages."""
+"""Heun's method with an Euler error estimate: two stages.
+
+Its dense output is the cubic Hermite interpolant with the stage rates as slopes (second order
+between steps); torchdiffeq's quartic goes through a mid-step Euler estimate y0 + dt/2 k_0, which
+makes it first order between steps.
+"""
 
 from __future__ import annotations
 
 from ._adaptive import AdaptiveRungeKutta
-from ._runge_kutta import ButcherTableau, quartic_dense_output
+from ._runge_kutta import ButcherTableau, hermite_dense_output
 
 _B = (1 / 2, 1 / 2)
 
@@ -12,7 +17,7 @@ TABLEAU = ButcherTableau(
     a=((1.0,),),
     b=_B,
     b_error=(1 / 2, -1 / 2),
-    dense=quartic_dense_output(_B, (0.5, 0.0)),
+    dense=hermite_dense_output(_B),
 )
 
 
