@@ -112,3 +112,88 @@ CASES = [
          kwargs={"output_size": (7, 5)}),
     Case("MaxUnpool3d", lambda m: m.MaxUnpool3d(2), pooled(2, 3, 1, 2, 4, 4, 6)),
 ]
+
+
+def functional(name, **kwargs):
+    """A case's ``make`` for ``nn.functional.<name>`` with fixed keyword arguments."""
+    return lambda m: (lambda *args: getattr(m.functional, name)(*args, **kwargs))
+
+
+def image_and_grid(shape, grid_shape, reach=1.3):
+    return lambda rng: [rng.standard_normal(shape), rng.uniform(-reach, reach, grid_shape)]
+
+
+def _interpolations():
+    cases = []
+    sizes = {3: (2, 3, 7), 4: (1, 2, 5, 6), 5: (1, 2, 3, 4, 5)}
+    modes = {3: ["linear"], 4: ["bilinear", "bicubic"], 5: ["trilinear"]}
+    resizes = [("x2", dict(scale_factor=2)), ("x1.7", dict(scale_factor=1.7)),
+               ("x0.45", dict(scale_factor=0.45)), ("size", dict(size=11)),
+               ("x2.5-recompute", dict(scale_factor=2.5, recompute_scale_factor=True))]
+    for rank, shape in sizes.items():
+        for mode in ["nearest", "nearest-exact", "area"] + modes[rank]:
+            corners = [None] if mode in ("nearest", "nearest-exact", "area") else [False, True]
+            for label, resize in resizes:
+                for align in corners:
+                    extra = {} if align is None else {"align_corners": align}
+                    cases.append(Case(f"Upsample-{mode}-{rank - 2}d-{label}"
+                                      + ("-align" if align else ""),
+                                      lambda m, r=resize, mo=mode, e=extra: m.Upsample(
+                                          mode=mo, **r, **e), normal(*shape)))
+    return cases
+
+
+CASES += _interpolations() + [
+    Case("UpsamplingNearest2d", lambda m: m.UpsamplingNearest2d(scale_factor=3), normal(1, 2, 3, 4)),
+    Case("UpsamplingBilinear2d", lambda m: m.UpsamplingBilinear2d(size=(5, 7)), normal(1, 2, 3, 4)),
+    Case("Upsample-bilinear-per-axis", lambda m: m.Upsample(scale_factor=(1.5, 0.7),
+                                                            mode="bilinear"), normal(1, 2, 6, 7)),
+    Case("PixelShuffle", lambda m: m.PixelShuffle(2), normal(2, 8, 3, 4)),
+    Case("PixelShuffle-extra-batch", lambda m: m.PixelShuffle(3), normal(2, 1, 9, 2, 3)),
+    Case("PixelUnshuffle", lambda m: m.PixelUnshuffle(2), normal(2, 3, 4, 6)),
+    Case("ChannelShuffle", lambda m: m.ChannelShuffle(3), normal(2, 6, 2, 3)),
+    Case("Unfold", lambda m: m.Unfold(3), normal(2, 3, 5, 6)),
+    Case("Unfold-pad-stride-dilation", lambda m: m.Unfold((2, 3), dilation=(2, 1), padding=1,
+                                                          stride=(1, 2)), normal(2, 2, 6, 7)),
+    Case("Unfold-unbatched", lambda m: m.Unfold(2, stride=2), normal(3, 4, 6)),
+    Case("Fold", lambda m: m.Fold((5, 6), 3), normal(2, 18, 12)),
+    Case("Fold-overlap-pad-stride", lambda m: m.Fold((7, 6), (2, 3), dilation=(2, 1), padding=1,
+                                                     stride=(1, 2)), normal(1, 12, 21)),
+    Case("ZeroPad2d", lambda m: m.ZeroPad2d((1, 2, 0, 3)), normal(2, 2, 3, 4)),
+    Case("ZeroPad1d-negative", lambda m: m.ZeroPad1d((-1, 2)), normal(2, 3, 5)),
+    Case("ConstantPad3d", lambda m: m.ConstantPad3d(1, 2.5), normal(1, 2, 2, 3, 2)),
+    Case("ConstantPad2d-negative", lambda m: m.ConstantPad2d((2, -1, -2, 1), -1.0),
+         normal(2, 2, 4, 5)),
+    Case("ReflectionPad1d", lambda m: m.ReflectionPad1d((3, 1)), normal(2, 3, 5)),
+    Case("ReflectionPad2d", lambda m: m.ReflectionPad2d((1, 2, 2, 0)), normal(2, 2, 4, 5)),
+    Case("ReflectionPad3d-unbatched", lambda m: m.ReflectionPad3d(1), normal(2, 3, 3, 4)),
+    Case("ReplicationPad1d", lambda m: m.ReplicationPad1d((2, 3)), normal(2, 3, 4)),
+    Case("ReplicationPad2d-negative", lambda m: m.ReplicationPad2d((-1, 2, 1, -2)),
+         normal(1, 2, 4, 5)),
+    Case("ReplicationPad3d", lambda m: m.ReplicationPad3d((1, 0, 2, 1, 0, 1)),
+         normal(1, 2, 2, 3, 3)),
+    Case("CircularPad1d", lambda m: m.CircularPad1d((2, 1)), normal(2, 3, 4)),
+    Case("CircularPad2d-negative", lambda m: m.CircularPad2d((2, -1, 1, 1)), normal(1, 2, 3, 4)),
+    Case("CircularPad3d", lambda m: m.CircularPad3d(1), normal(1, 1, 3, 3, 3)),
+    # functions
+    Case("F.pad-constant-4-axes", functional("pad", pad=(1, -1, 2, 0, -1, 1, 1, 1), value=0.5),
+         normal(3, 4, 3, 4)),
+    Case("F.pad-reflect-negative", functional("pad", pad=(2, -1), mode="reflect"), normal(2, 6)),
+    Case("F.affine_grid-2d", functional("affine_grid", size=(2, 3, 4, 5), align_corners=False),
+         normal(2, 2, 3)),
+    Case("F.affine_grid-3d-align", functional("affine_grid", size=(2, 1, 3, 4, 2),
+                                              align_corners=True), normal(2, 3, 4)),
+]
+for _mode in ("bilinear", "nearest", "bicubic"):
+    for _padding in ("zeros", "border", "reflection"):
+        for _align in (False, True):
+            CASES.append(Case(f"F.grid_sample-{_mode}-{_padding}" + ("-align" if _align else ""),
+                              functional("grid_sample", mode=_mode, padding_mode=_padding,
+                                         align_corners=_align),
+                              image_and_grid((2, 3, 5, 6), (2, 4, 3, 2))))
+            if _mode != "bicubic":
+                CASES.append(Case(f"F.grid_sample-3d-{_mode}-{_padding}"
+                                  + ("-align" if _align else ""),
+                                  functional("grid_sample", mode=_mode, padding_mode=_padding,
+                                             align_corners=_align),
+                                  image_and_grid((1, 2, 3, 4, 5), (1, 2, 3, 2, 3))))

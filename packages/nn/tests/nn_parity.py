@@ -20,8 +20,9 @@ from nn_helpers import assert_close, copy_torch_weights
 
 @dataclass
 class Case:
-    """One layer configuration: ``make(nn)`` builds it, ``inputs(rng)`` makes NumPy inputs
-    (floating ones get gradients, integer ones are passed as int64: targets, indices)."""
+    """One layer configuration: ``make(nn)`` builds it (or returns a function of
+    ``nn.functional``), ``inputs(rng)`` makes NumPy inputs (floating ones get gradients,
+    integer ones are passed as int64: targets, indices)."""
 
     id: str
     make: Callable[[Any], Any]
@@ -37,6 +38,24 @@ def normal(*shape: int, scale: float = 1.0) -> Callable[[np.random.Generator], l
 
 def ints(high: int, *shape: int) -> Callable[[np.random.Generator], list[np.ndarray]]:
     return lambda rng: [rng.integers(0, high, shape)]
+
+
+class _Function:
+    """A function in place of a layer: no parameters, buffers or modes."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def eval(self) -> None:
+        pass
+
+    def named_parameters(self) -> list:
+        return []
+
+    named_buffers = named_parameters
 
 
 def _run(module: Any, arrays: list[np.ndarray], framework: Any, dtype: str,
@@ -64,11 +83,14 @@ def check_layer(case: Case, dtype: str, torch: Any) -> None:
     for mode in case.modes:
         rng = np.random.default_rng(0)
         ours, theirs = case.make(nn), case.make(torch.nn)
-        theirs = theirs.to(getattr(torch, dtype))
-        ours.to(dtype)
-        assert list(ours.state_dict()) == list(theirs.state_dict()), \
-            f"{case.id}: state_dict keys differ"
-        copy_torch_weights(ours, theirs)
+        if isinstance(theirs, torch.nn.Module):
+            theirs = theirs.to(getattr(torch, dtype))
+            ours.to(dtype)
+            assert list(ours.state_dict()) == list(theirs.state_dict()), \
+                f"{case.id}: state_dict keys differ"
+            copy_torch_weights(ours, theirs)
+        else:  # a function of nn.functional (``make(nn)`` returns it)
+            ours, theirs = _Function(ours), _Function(theirs)
         arrays = case.inputs(rng)
         if mode == "eval":
             # Give batch norm non-trivial running statistics first.
@@ -102,6 +124,8 @@ def check_layer(case: Case, dtype: str, torch: Any) -> None:
             if id(x) in seen or not tx.requires_grad:
                 continue
             seen.add(id(x))
+            if x.grad is None and not tx.grad.any():  # a piecewise-constant input: no graph
+                continue
             assert_close(x.grad, tx.grad, dtype, f"{case.id} input gradient ({mode})")
         t_params = dict(theirs.named_parameters())
         for name, p in ours.named_parameters():

@@ -253,6 +253,37 @@ def _max_pool3d(x: Any, k: Any, stride: Any = None, padding: Any = 0,
     return F.max_pool3d(x, k, stride, padding, ceil_mode=ceil_mode)
 
 
+def _unfold_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+    a = _arrays(dtype, rng)
+    return [Sample((a(2, 2, 4, 5), 3), {"padding": 1}),
+            Sample((a(1, 2, 5, 5), (2, 3)), {"dilation": (2, 1), "stride": (1, 2)}),
+            Sample((a(0, 2, 4, 4), 2), label="empty-batch")]
+
+
+def _fold_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
+    a = _arrays(dtype, rng)
+    return [Sample((a(2, 18, 20), (4, 5), 3), {"padding": 1}),
+            Sample((a(1, 12, 6), (5, 5), (2, 3)), {"dilation": (2, 1), "stride": (1, 2)})]
+
+
+def _fold_errors(rng: np.random.Generator) -> list[ErrorCase]:
+    a = _f64(rng)
+    return [ErrorCase((a(1, 18, 20), (4, 5), 3), ArgumentError,
+                      r"fold: stride must be positive", {"stride": 0, "padding": 1}),
+            ErrorCase((a(1, 18, 7), (4, 5), 3), ShapeError,
+                      r"fold: an output of size \(4, 5\) has 6 windows", {}),
+            ErrorCase((a(1, 17, 6), (4, 5), 3), ShapeError, r"fold: input of shape \(1, 17, 6\)")]
+
+
+def _unfold_errors(rng: np.random.Generator) -> list[ErrorCase]:
+    a = _f64(rng)
+    return [ErrorCase((a(1, 2, 4, 4), 3), ArgumentError, r"unfold: dilation must be positive",
+                      {"dilation": 0}),
+            ErrorCase((a(1, 2, 2, 2), 3), ShapeError,
+                      r"unfold: input of shape \(1, 2, 2, 2\) is smaller than the kernel"),
+            ErrorCase((a(2, 2, 4, 4, 4), 2), ShapeError, r"unfold: expected a 4-d input")]
+
+
 # -- attention ---------------------------------------------------------------------------------
 
 def _sdpa_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
@@ -303,6 +334,10 @@ RECORDS = (
     OpRecord(name="nn.functional.avg_pool3d", fn=F.avg_pool3d,
              torch=_torch_functional("avg_pool3d"), ops=("nn.avg_pool3d",), dtypes=FLOATS,
              samples=_pool3d_samples, errors=_pool3d_errors("avg_pool3d")),
+    OpRecord(name="nn.functional.unfold", fn=F.unfold, torch=_torch_functional("unfold"),
+             ops=("nn.im2col",), dtypes=FLOATS, samples=_unfold_samples, errors=_unfold_errors),
+    OpRecord(name="nn.functional.fold", fn=F.fold, torch=_torch_functional("fold"),
+             ops=("nn.col2im",), dtypes=FLOATS, samples=_fold_samples, errors=_fold_errors),
     OpRecord(name="nn.functional.scaled_dot_product_attention",
              fn=F.scaled_dot_product_attention,
              torch=_torch_functional("scaled_dot_product_attention"),

@@ -32,6 +32,7 @@ def register_rules(register: Callable[[str, str, Any], None]) -> None:
 
     for op_name in ("nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.conv2d",
                     "nn.conv2d_input_grad", "nn.max_pool2d", "nn.avg_pool2d", "nn.conv3d",
-                    "nn.conv3d_input_grad", "nn.max_pool3d", "nn.avg_pool3d",
+                    "nn.conv3d_input_grad", "nn.max_pool3d", "nn.avg_pool3d", "nn.im2col",
+                    "nn.col2im",
                     "nn.scaled_dot_product_attention"):
         register(op_name, "opdb", records_of(op_name))

@@ -12,6 +12,8 @@ from .adaptive import (
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from .dropout import dropout
 from .embedding import embedding
+from .fold import channel_shuffle, fold, pixel_shuffle, pixel_unshuffle, unfold
+from .interpolate import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .linear import bilinear, linear
 from .loss import (
     binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gaussian_nll_loss,
@@ -23,6 +25,7 @@ from .pooling import (
     avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d,
     max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d,
 )
+from .sampling import affine_grid, grid_sample
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
@@ -36,4 +39,7 @@ __all__ = [
     "adaptive_max_pool3d", "avg_pool1d", "avg_pool3d", "conv3d", "conv_transpose1d",
     "conv_transpose3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d", "max_pool3d",
     "max_unpool1d", "max_unpool2d", "max_unpool3d", "pad",
+    # resampling
+    "affine_grid", "channel_shuffle", "fold", "grid_sample", "interpolate", "pixel_shuffle",
+    "pixel_unshuffle", "unfold", "upsample", "upsample_bilinear", "upsample_nearest",
 ]
