@@ -170,7 +170,8 @@ def _window_rules(rank: int) -> dict[str, Any]:
 
 
 RULES = {
-    **_window_rules(2), **_window_rules(3), "nn.linear": _linear,
+    **_window_rules(2), **_window_rules(3), "nn.im2col": _images, "nn.col2im": _images,
+    "nn.linear": _linear,
     "nn.softmax": _along_axis, "nn.log_softmax": _along_axis,
     "nn.softmax_backward": _along_axis, "nn.layer_norm": _layer_norm,
     "nn.scaled_dot_product_attention": _attention, "nn.cross_entropy": _cross_entropy,

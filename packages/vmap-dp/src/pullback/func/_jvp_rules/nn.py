@@ -159,6 +159,7 @@ def _window_rules(rank: int) -> dict[str, Any]:
 
 RULES = {
     "nn.linear": _linear, **_window_rules(2), **_window_rules(3),
+    "nn.im2col": _linear_op("nn.im2col"), "nn.col2im": _linear_op("nn.col2im"),
     "nn.softmax": _softmax, "nn.log_softmax": _log_softmax, "nn.cross_entropy": _cross_entropy,
     "nn.layer_norm": _layer_norm, "nn.scaled_dot_product_attention": _attention,
 }
