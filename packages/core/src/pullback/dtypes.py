@@ -170,8 +170,9 @@ def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
     return np.promote_types(a, b)
 
 
-def _wrapped_number_dtype(value: Any) -> np.dtype:
-    """The dtype a Python number stands for in promotion (PyTorch's "wrapped numbers")."""
+def number_dtype(value: Any) -> np.dtype:
+    """The dtype a Python number stands for in promotion (PyTorch's "wrapped numbers"): bool,
+    int64 for ints, the default dtype for floats, the matching complex type for complex."""
     if isinstance(value, builtins.bool):
         return bool_
     if isinstance(value, builtins.int):
@@ -234,7 +235,7 @@ def result_type(*operands: Any) -> np.dtype:
     for x in operands:
         dtype = getattr(x, "dtype", None)  # NumPy scalars count as 0-d tensors
         if dtype is None:
-            numbers.append(_wrapped_number_dtype(x))
+            numbers.append(number_dtype(x))
         elif len(x.shape):
             dims.append(to_dtype(dtype))
         else:

@@ -13,10 +13,10 @@ gradients come back in their own dtypes.
 
 Example::
 
-    from pullback.promotion import COMMON
+    from pullback.promotion import FLOAT
     from pullback.registry import Op
 
-    HYPOT = Op("my.hypot", lambda xp: xp.hypot, promotion=Promotion("float"))
+    HYPOT = Op("my.hypot", lambda xp: xp.hypot, promotion=FLOAT)  # int inputs give float32
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .dtypes import (
-    _wrapped_number_dtype, get_default_dtype, is_floating_or_complex, result_dtype_of,
-)
+from .dtypes import get_default_dtype, is_floating_or_complex, number_dtype, result_dtype_of
 from .errors import DTypeError
 from .tensor import Tensor
 
@@ -122,7 +120,7 @@ def _plan(name: str, rule: Promotion, signature: tuple[Any, ...]) -> Any:
             (zero_dims if s[1] else dims).append(s[0])
             tensors.append(i)
         elif s in _NUMBERS:
-            numbers.append(_wrapped_number_dtype(s()))
+            numbers.append(number_dtype(s()))
     if rule.kind == "same":
         found = list(dict.fromkeys(dims + zero_dims))
         if len(found) > 1:
