@@ -233,3 +233,28 @@ def test_bad_parameters_are_named(kwargs, message: str) -> None:
                 noise_multiplier=1.0, max_grad_norm=1.0) | kwargs
     with pytest.raises(PrivacyParameterError, match=message):
         PrivacyEngine().make_private(**args)
+
+
+def test_only_the_optimized_parameters_are_clipped_and_released() -> None:
+    """With an optimizer over part of the model, each sample's norm is over that part."""
+    pb.manual_seed(0)
+    module = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
+    head = list(module[2].parameters())
+    model = GradSampleModule(module)
+    opt = DPOptimizer(optim.SGD(head, lr=0.1), module=model, noise_multiplier=0.0,
+                      max_grad_norm=0.1, expected_batch_size=BATCH)
+    x, y = pb.randn(BATCH, 3, dtype="float64"), pb.randint(0, 2, (BATCH,))
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.pre_step()
+    got = [p.grad.numpy().copy() for p in head]
+    assert module[0].weight.grad is None  # the body's gradient is not released
+    want = [np.zeros(p.shape) for p in head]
+    for i in range(BATCH):
+        module.zero_grad()
+        nn.functional.cross_entropy(module(x[i:i + 1]), y[i:i + 1]).backward()
+        grads = [p.grad.numpy() for p in head]
+        factor = min(1.0, 0.1 / (math.sqrt(sum(float((g ** 2).sum()) for g in grads)) + 1e-6))
+        for w, g in zip(want, grads):
+            w += factor * g / BATCH
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-13)

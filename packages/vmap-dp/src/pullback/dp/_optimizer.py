@@ -25,7 +25,7 @@ from pullback import Tensor, enable_grad
 from pullback.optim import Optimizer
 from pullback.optim._registry import Registry
 
-from ._accountants import Accountant, check_noise_multiplier
+from ._accountants import Accountant, check_noise_multiplier, check_sample_rate
 from ._errors import PrivacyParameterError
 from ._grad_sample import GradSampleModule, check_loss_reduction
 
@@ -107,16 +107,17 @@ class DPOptimizer(Optimizer):
         self.noise_generator = np.random.default_rng(noise_generator) \
             if isinstance(noise_generator, int) else noise_generator
         self.accountant = accountant
-        self.sample_rate = sample_rate
+        self.sample_rate = None if sample_rate is None else check_sample_rate(sample_rate, where)
         self._summed: dict[int, Any] = {}  # clipped sums of the logical batch, by id(param)
         self._skip_signals: list[bool] = []
         self._last_step_skipped = False
-        by_name = module.trainable_parameters()
-        self._names = {id(p): name for name, p in by_name.items()}
-        stray = [i for i, p in enumerate(self.params) if id(p) not in self._names]
+        names = {id(p): name for name, p in module.trainable_parameters().items()}
+        stray = [i for i, p in enumerate(self.params) if id(p) not in names]
         if stray:
             raise PrivacyParameterError(f"{where}: parameters {stray} of the optimizer are not "
                                         "trainable parameters of the module")
+        # the released gradient is the optimizer's parameters': their norm is the one clipped
+        self._names = {id(p): names[id(p)] for p in self.params}
 
     # -- what the clipping rules differ in ------------------------------------------------------
     def _check_norms(self, max_grad_norm: Any) -> Any:
