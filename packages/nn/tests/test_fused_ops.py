@@ -70,6 +70,11 @@ CASES: list[tuple[str, tuple[str, ...], Maker]] = [
     ("sdpa-float-mask-is-differentiable", ("nn.scaled_dot_product_attention",),
      lambda r: (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
                 (_t(r, 3, 4), _t(r, 5, 4), _t(r, 5, 2), _t(r, 3, 5)))),
+    ("recurrent_layer-lstm-reversed-lengths", ("nn.recurrent_layer",),
+     lambda r: (lambda x, h, c, w_ih, w_hh, b: apply(
+         _op("nn.recurrent_layer"), x, h, c, w_ih, w_hh, b, None, None, mode="LSTM",
+         reverse=True, lengths=(3, 2)),
+         (_t(r, 3, 2, 2), _t(r, 2, 2), _t(r, 2, 2), _t(r, 8, 2), _t(r, 8, 2), _t(r, 8)))),
     ("cross_entropy", ("nn.cross_entropy",),
      lambda r: (lambda x: F.cross_entropy(x, pullback.tensor([0, 3, -100, 1]), reduction="none"),
                 (_t(r, 4, 4),))),

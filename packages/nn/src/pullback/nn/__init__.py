@@ -10,6 +10,7 @@ import pullback.plugins as _plugins
 _plugins.ensure_registered("pullback.nn._plugin", "nn", "pullback-nn")
 
 from . import functional, init  # noqa: E402
+from . import utils  # noqa: E402
 from .__about__ import __version__  # noqa: E402
 from .containers import ModuleDict, ModuleList, Sequential  # noqa: E402
 from .lora import LoRALinear, inject_lora, lora_state_dict, merge_lora, unmerge_lora  # noqa: E402
@@ -21,5 +22,5 @@ from .parameter import Parameter  # noqa: E402
 __all__ = [
     "LoRALinear", "Module", "ModuleDict", "ModuleList", "Parameter", "Sequential",
     "__version__", "functional", "init", "inject_lora", "lora_state_dict", "merge_lora",
-    "unmerge_lora", *_layers,
+    "unmerge_lora", "utils", *_layers,
 ]
