@@ -37,7 +37,7 @@ def test_integer_or_mixed_dtypes_are_refused():
 
 
 def test_a_layer_without_a_moment_rule_is_named():
-    model = nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3))
+    model = nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3)).double()
     with pytest.raises(NotImplementedError, match="LayerNorm.*register_moment_rule"):
         pr.propagate(model, _dt((2, 3)))
 

@@ -59,10 +59,12 @@ def test_conv2d_matches_monte_carlo():
     assert_within_sampling_error(pr.propagate(conv, x), monte_carlo(conv, x, samples=50_000))
 
 
-def test_avg_pool_with_and_without_counting_padding_match_monte_carlo():
+def test_avg_pool_with_every_counting_option_matches_monte_carlo():
     x = _input((2, 2, 5, 5))
-    for include in (True, False):
-        pool = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=include)
+    for include, ceil, divisor in ((True, False, None), (False, False, None), (False, True, None),
+                                   (True, True, 4)):
+        pool = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=ceil, count_include_pad=include,
+                            divisor_override=divisor)
         assert_within_sampling_error(pr.propagate(pool, x), monte_carlo(pool, x, samples=50_000))
 
 

@@ -78,14 +78,16 @@ class DistributionalAvgPool2d(DistributionalModule):
     """Average pooling (exact), arguments as :class:`pullback.nn.AvgPool2d`."""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 count_include_pad: bool = True) -> None:
+                 ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None) -> None:
         super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride
-        self.padding, self.count_include_pad = padding, count_include_pad
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
 
     def forward(self, input: Any) -> DistributionalTensor:
-        return PF.avg_pool2d(input, self.kernel_size, self.stride, self.padding,
-                             self.count_include_pad)
+        return PF.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                             self.count_include_pad, self.divisor_override)
 
 
 class DistributionalDropout(DistributionalModule):

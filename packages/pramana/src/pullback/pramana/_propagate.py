@@ -140,8 +140,8 @@ def _max_pool2d(module: Any, x: DistributionalTensor) -> DistributionalTensor:
 
 @register_moment_rule(nn.AvgPool2d)
 def _avg_pool2d(module: Any, x: DistributionalTensor) -> DistributionalTensor:
-    return PF.avg_pool2d(x, module.kernel_size, module.stride, module.padding,
-                         module.count_include_pad)
+    return PF.avg_pool2d(x, module.kernel_size, module.stride, module.padding, module.ceil_mode,
+                         module.count_include_pad, module.divisor_override)
 
 
 @register_moment_rule(nn.Flatten)

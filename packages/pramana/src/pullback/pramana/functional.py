@@ -138,21 +138,24 @@ def max_pool2d(input: Any, kernel_size: Any, stride: Any = None) -> Distribution
 
 
 def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               count_include_pad: bool = True) -> DistributionalTensor:
-    """Average pooling (exact): the variance is pooled and divided by each window's count."""
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> DistributionalTensor:
+    """Average pooling (exact), arguments as :func:`pullback.nn.functional.avg_pool2d`.
+
+    Each output is ``sum(x_i) / d`` over its window, so its variance is ``sum(var_i) / d**2``,
+    which is the pooled variance divided once more by ``d``. The divisor ``d`` of every window
+    (which padding, ``ceil_mode`` and the counting options change) is read off the pool itself:
+    the window's entry count (a sum pool of ones, ``divisor_override=1``) over its average of
+    ones."""
     x = as_distributional(input)
-    stride = stride if stride is not None else kernel_size
-    kh, kw = _pair(kernel_size)
 
-    def pool(t: Tensor, include_pad: bool = count_include_pad) -> Tensor:
-        return F.avg_pool2d(t, kernel_size, stride, padding, include_pad)
+    def pool(t: Tensor, divisor: int | None = divisor_override) -> Tensor:
+        return F.avg_pool2d(t, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                            count_include_pad=count_include_pad, divisor_override=divisor)
 
-    if count_include_pad:
-        count: Any = float(kh * kw)
-    else:  # entries per window: the pooled indicator of the unpadded input, times the window
-        ones = pullback.ones(x.shape[1:], dtype=x.dtype, device=x.device).unsqueeze(0)
-        count = pool(ones, True) * (kh * kw)
-    return DistributionalTensor._new(pool(x.mean), pool(x.var) / count)
+    ones = pullback.ones(x.shape[1:], dtype=x.dtype, device=x.device).unsqueeze(0)
+    divisor = pool(ones, 1) / pool(ones)
+    return DistributionalTensor._new(pool(x.mean), pool(x.var) / divisor)
 
 
 def dropout(input: Any, p: float = 0.5) -> DistributionalTensor:
