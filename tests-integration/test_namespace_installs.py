@@ -17,9 +17,10 @@ pytestmark = pytest.mark.venv
 def test_plugin_subpackages_import_however_they_were_installed(
         make_venv: Any, wheelhouse: Any, distribution_folders: Any, core_editable: bool,
         tarka_editable: bool) -> None:
-    # sutra is always installed the other way from tarka, so two installation kinds meet too.
-    modes = {"pullback": core_editable, "pullback-tarka": tarka_editable,
-             "pullback-sutra": not tarka_editable}
+    # sutra is always installed the other way from tarka, so two installation kinds meet too;
+    # both build on nn, installed as core is.
+    modes = {"pullback": core_editable, "pullback-nn": core_editable,
+             "pullback-tarka": tarka_editable, "pullback-sutra": not tarka_editable}
     venv = make_venv("env")
     venv.install(*(wheelhouse.wheel(dist, editable) for dist, editable in modes.items()))
     result = venv.python_ok('''
@@ -33,8 +34,8 @@ def test_plugin_subpackages_import_however_they_were_installed(
         }))
     ''')
     out = json.loads(result.stdout)
-    assert out["plugins"] == {"pullback": "pullback", "sutra": "pullback-sutra",
-                              "tarka": "pullback-tarka"}
+    assert out["plugins"] == {"pullback": "pullback", "nn": "pullback-nn",
+                              "sutra": "pullback-sutra", "tarka": "pullback-tarka"}
     assert out["works"] == 6.0
     for module, dist in [("pullback", "pullback"), ("pullback.sutra", "pullback-sutra"),
                          ("pullback.tarka", "pullback-tarka")]:
@@ -44,7 +45,7 @@ def test_plugin_subpackages_import_however_they_were_installed(
         assert out["files"][module] == str(expected), module
 
 
-def test_core_alone_works_and_a_missing_subpackage_is_a_plain_import_error(
+def test_core_alone_works_and_a_missing_subpackage_names_its_distribution(
         make_venv: Any, wheelhouse: Any) -> None:
     venv = make_venv("core-only")
     venv.install(wheelhouse.wheel("pullback"))
@@ -54,7 +55,9 @@ def test_core_alone_works_and_a_missing_subpackage_is_a_plain_import_error(
         assert pullback.devices() == ["cpu"]
         try:
             import pullback.tarka
-        except ModuleNotFoundError as exc:
+        except ModuleNotFoundError as exc:  # what importorskip and optional imports catch
             print(exc)
     ''')
-    assert result.stdout.strip() == "No module named 'pullback.tarka'"
+    # Outside a clone the hint is the index's install command (from one, the folder's path).
+    assert result.stdout.strip() == ("pullback.tarka is provided by pullback-tarka, which is not "
+                                     "installed: pip install pullback-tarka")
