@@ -5,24 +5,26 @@
 * :func:`compile` returns a callable that traces once per kind of input (guards) and replays the
   optimized graph with no per-op Python dispatch.
 * :mod:`pullback.compiler.passes`: the registered graph passes and :func:`optimize`.
+* :func:`export_c` writes a model as self-contained C99 (down to a microcontroller).
 """
 
 from pullback.plugins import ensure_registered as _ensure_registered
 
+from ._c99 import CExport, export_c
 from ._capture import trace
 from ._compiled import CompiledFunction, compile
 from ._executor import lower, run_graph
 from ._format import to_dot
 from ._ir import Graph, Node, Placeholder, Value
-from .errors import (CompileError, DataDependentError, GraphBreakWarning, RecompileWarning,
-                     TraceError)
+from .errors import (CompileError, DataDependentError, ExportError, GraphBreakWarning,
+                     RecompileWarning, TraceError)
 from .passes import optimize
 
 _ensure_registered("pullback.compiler._plugin", "compiler", "pullback-compiler")
 
 __all__ = [
-    "CompileError", "CompiledFunction", "DataDependentError", "Graph", "GraphBreakWarning",
-    "Node", "Placeholder", "RecompileWarning", "TraceError", "Value", "compile", "lower",
-    "optimize", "run_graph", "to_dot", "trace",
+    "CExport", "CompileError", "CompiledFunction", "DataDependentError", "ExportError", "Graph",
+    "GraphBreakWarning", "Node", "Placeholder", "RecompileWarning", "TraceError", "Value",
+    "compile", "export_c", "lower", "optimize", "run_graph", "to_dot", "trace",
 ]
 

@@ -110,6 +110,43 @@ def _gelu_backward(args: list[str], ctype: str, approximate: str = "none",
             f"({1.0 / math.sqrt(2.0 * math.pi)!r} * exp(-0.5 * {x} * {x}))))")
 
 
+def _silu(args: list[str], ctype: str, **_: Any) -> str:
+    return f"({args[0]} * {_sigmoid(args, ctype)})"
+
+
+def _softplus(args: list[str], ctype: str, beta: float = 1.0, threshold: float = 20.0,
+              **_: Any) -> str:
+    """As pullback's kernel: ``max(bx, 0) + log1p(exp(-|bx|))`` over beta, x above the
+    threshold (``bx = x * beta``)."""
+    (x,) = args
+    bx = f"({x} * {_lit(beta, ctype)})"
+    tail = _exp(f"-{_f('fabs', ctype)}({bx})", ctype)
+    soft = (f"(({_maximum([bx, _lit(0.0, ctype)], ctype)} + {_f('log1p', ctype)}({tail})) / "
+            f"{_lit(beta, ctype)})")
+    return f"({bx} > {_lit(threshold, ctype)} ? {x} : {soft})"
+
+
+def _sign(args: list[str], ctype: str, **_: Any) -> str:
+    """NumPy's: 1, -1, NaN for NaN, and +0.0 for either zero."""
+    (x,) = args
+    one, zero = _lit(1.0, ctype), _lit(0.0, ctype)
+    return f"({x} > 0 ? {one} : ({x} < 0 ? -{one} : ({x} != {x} ? {x} : {zero})))"
+
+
+def _pow(args: list[str], ctype: str, **_: Any) -> str:
+    return f"{_f('pow', ctype)}({args[0]}, {args[1]})"
+
+
+def _round(args: list[str], ctype: str, decimals: int = 0, **_: Any) -> str | None:
+    # NumPy rounds half to even: rint in C's default rounding mode
+    return f"{_f('rint', ctype)}({args[0]})" if decimals == 0 else None
+
+
+def _logical(symbol: str) -> CScalarRule:
+    return lambda args, ctype, **_: (f"(unsigned char)(({args[0]} != 0) {symbol} "
+                                     f"({args[1]} != 0))")
+
+
 def _clamp(args: list[str], ctype: str, min: Any = None, max: Any = None,  # noqa: A002
            **_: Any) -> str | None:
     (x,) = args
@@ -171,7 +208,24 @@ C_SCALAR_RULES: dict[str, CScalarRule] = {
     "maximum": _maximum,
     "minimum": _minimum,
     "clamp": _clamp,
+    "silu": _silu,
+    "softplus": _softplus,
+    "erf": lambda args, ctype, **_: (f"pb_erf32({args[0]})" if ctype == "float"
+                                     else f"erf({args[0]})"),
+    "pow": _pow,
+    "sign": _sign,
+    "floor": _unary_call("floor"),
+    "ceil": _unary_call("ceil"),
+    "trunc": _unary_call("trunc"),
+    "round": _round,
     "where": lambda args, ctype, **_: f"({args[0]} ? {args[1]} : {args[2]})",
+    "logical_and": _logical("&&"),
+    "logical_or": _logical("||"),
+    "logical_xor": _logical("!="),
+    "logical_not": lambda args, ctype, **_: f"(unsigned char)({args[0]} == 0)",
+    "isnan": lambda args, ctype, **_: f"(unsigned char)({args[0]} != {args[0]})",
+    "isinf": lambda args, ctype, **_: f"(unsigned char)(isinf({args[0]}) != 0)",
+    "isfinite": lambda args, ctype, **_: f"(unsigned char)(isfinite({args[0]}) != 0)",
     "greater": _compare(">"),
     "greater_equal": _compare(">="),
     "less": _compare("<"),
@@ -182,4 +236,5 @@ C_SCALAR_RULES: dict[str, CScalarRule] = {
 
 # ops whose output is boolean (the others compute in the float type of their inputs)
 BOOLEAN_OUTPUT = frozenset({"greater", "greater_equal", "less", "less_equal", "equal",
-                            "not_equal"})
+                            "not_equal", "logical_and", "logical_or", "logical_xor",
+                            "logical_not", "isnan", "isinf", "isfinite"})

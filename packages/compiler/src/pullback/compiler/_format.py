@@ -68,7 +68,9 @@ def format_graph(graph: Graph) -> str:
     for ph in graph.placeholders:
         lines.append(f"    {names[ph.value]}: {ph.value.type_text()} = {ph.kind} {ph.name}")
     for value in graph.constants:
-        lines.append(f"    {names[value]}: {value.type_text()} = constant")
+        named = graph.constant_names.get(value)
+        lines.append(f"    {names[value]}: {value.type_text()} = constant"
+                     + (f" {named}" if named else ""))
     for node in graph.nodes:
         lines.append("    " + node_text(node, names))
     outs = ", ".join("None" if v is None else names[v] for v in graph.outputs)

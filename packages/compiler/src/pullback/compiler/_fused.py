@@ -41,6 +41,8 @@ _IVDEP = """#if defined(__clang__)
 #else
 #define INDEPENDENT_ITERATIONS
 #endif"""
+# What a loop of :meth:`FusedKernel.c_function` needs besides math.h and pullback_math.h.
+LOOP_HELPERS = _FUSED_MATH + "\n" + _IVDEP + "\n"
 
 
 @dataclass(eq=False)
@@ -86,9 +88,17 @@ class FusedKernel:
 
     # -- C source ------------------------------------------------------------------------------
     def c_source(self, name: str) -> str:
-        lines = ["#include <stdint.h>", "#include <math.h>", '#include "pullback_math.h"', "",
-                 _FUSED_MATH, _IVDEP, ""]
-        params = ["int64_t lo", "int64_t hi", "int64_t cols"]
+        prelude = ["#include <stdint.h>", "#include <math.h>", '#include "pullback_math.h"', "",
+                   _FUSED_MATH, _IVDEP, ""]
+        return "\n".join(prelude) + "\n" + self.c_function(name)
+
+    def c_function(self, name: str, index: str = "int64_t", storage: str = "") -> str:
+        """The loop as one C function ``name(lo, hi, cols, inputs..., outputs...)`` over rows
+        ``lo`` to ``hi``; ``index`` is the C type of its indices and ``storage`` goes before
+        its definition (the C99 exporter writes ``static`` functions indexed by ``int``). It
+        needs the math functions and ``INDEPENDENT_ITERATIONS`` of :meth:`c_source`."""
+        lines = []
+        params = [f"{index} lo", f"{index} hi", f"{index} cols"]
         shared = set(self.out_into.values())  # inputs an output overwrites: no restrict
         for k, dtype in enumerate(self.input_dtypes):
             if dtype is None:  # a runtime number
@@ -99,26 +109,28 @@ class FusedKernel:
         for j, o in enumerate(self.outputs):
             qualifier = "" if j in self.out_into else "restrict "
             params.append(f"{_CTYPES[self.ops[o].dtype.name]} *{qualifier}out{j}")
-        lines.append(f"void {name}({', '.join(params)}) {{")
+        lines.append(f"{storage}void {name}({', '.join(params)}) {{")
+        if self.split is None and self.reduce_from is None:
+            lines.append("    (void)cols;  /* one flat loop */")
         body = self._body()
         if self.reduce_from is not None:
             acc = "double"
-            lines += ["    for (int64_t r = lo; r < hi; r++) {", f"        {acc} acc = 0;",
-                      "        for (int64_t c = 0; c < cols; c++) {",
-                      "            const int64_t i = r * cols + c;"]
+            lines += [f"    for ({index} r = lo; r < hi; r++) {{", f"        {acc} acc = 0;",
+                      f"        for ({index} c = 0; c < cols; c++) {{",
+                      f"            const {index} i = r * cols + c;"]
             lines += ["            " + b for b in body]
             lines += [f"            acc += t{self.outputs[0]};", "        }",
                       f"        out0[r] = ({_CTYPES[self.ops[self.outputs[0]].dtype.name]})acc;",
                       "    }"]
         elif self.split is None:
             lines.append("    INDEPENDENT_ITERATIONS")
-            lines.append("    for (int64_t i = lo; i < hi; i++) {")
+            lines.append(f"    for ({index} i = lo; i < hi; i++) {{")
             lines += ["        " + b for b in body] + self._stores("        ") + ["    }"]
         else:
-            lines += ["    for (int64_t r = lo; r < hi; r++) {",
+            lines += [f"    for ({index} r = lo; r < hi; r++) {{",
                       "        INDEPENDENT_ITERATIONS",
-                      "        for (int64_t c = 0; c < cols; c++) {",
-                      "            const int64_t i = r * cols + c;"]
+                      f"        for ({index} c = 0; c < cols; c++) {{",
+                      f"            const {index} i = r * cols + c;"]
             lines += ["            " + b for b in body] + self._stores("            ")
             lines += ["        }", "    }"]
         lines.append("}")
@@ -215,16 +227,17 @@ class FusedKernel:
                 pointers.append((a if a.flags.c_contiguous else np.ascontiguousarray(a)).ctypes.data)
         outs = [self._output(j, args) for j in range(len(self.outputs))]
         pointers += [o.ctypes.data for o in outs]
-        if self.reduce_from is not None:
-            rows = int(np.prod(self.shape[:self.reduce_from], dtype=np.int64))
-            cols = int(np.prod(self.shape[self.reduce_from:], dtype=np.int64))
-        elif self.split is None:
-            rows, cols = int(np.prod(self.shape, dtype=np.int64)), 1
-        else:
-            rows = int(np.prod(self.shape[:self.split], dtype=np.int64))
-            cols = int(np.prod(self.shape[self.split:], dtype=np.int64))
+        rows, cols = self.extent()
         native.run_rows(fn, rows, cols, cols, *pointers)
         return outs
+
+    def extent(self) -> tuple[int, int]:
+        """The ``(rows, cols)`` the loop runs over (one flat loop: ``(elements, 1)``)."""
+        split = self.reduce_from if self.reduce_from is not None else self.split
+        if split is None:
+            return int(np.prod(self.shape, dtype=np.int64)), 1
+        return (int(np.prod(self.shape[:split], dtype=np.int64)),
+                int(np.prod(self.shape[split:], dtype=np.int64)))
 
     def _output(self, j: int, args: tuple[Any, ...]) -> Any:
         """Output ``j``'s array: the input it overwrites when that one can take it."""

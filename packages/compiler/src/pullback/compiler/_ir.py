@@ -172,6 +172,9 @@ class Graph:
     grads: list[tuple[Placeholder, Value | None]] = field(default_factory=list)
     device: str = "cpu"
     name: str = "graph"
+    # readable names of constants (a frozen parameter's path, what a folded one came from): the
+    # exporters name their arrays after them
+    constant_names: dict[Value, str] = field(default_factory=dict)
 
     # -- building ------------------------------------------------------------------------------
     def add_placeholder(self, kind: str, name: str, shape: Sequence[int], dtype: Any,
@@ -240,6 +243,7 @@ class Graph:
                 v.producer = n
         g.placeholders = list(self.placeholders)
         g.constants = dict(self.constants)
+        g.constant_names = dict(self.constant_names)
         g.outputs = list(self.outputs)
         g.mutations = list(self.mutations)
         g.grads = list(self.grads)

@@ -1,5 +1,6 @@
 """pullback-compiler's plugin: its graph passes, its fused ops and the rules it adds to ops (C
-expressions of elementwise ops, how fused ops lower), all through the public hooks."""
+expressions of elementwise ops, how fused ops lower, how the C99 exporter writes each op), all
+through the public hooks."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def register_ops(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def register_rules(register: Callable[[str, str, Any], None]) -> None:
+    from ._c99.emitter import C99_RULE
+    from ._c99.rules import C99_RULES
     from ._c_rules import C_SCALAR_RULES
     from ._executor import LOWER_RULE
     from ._fused import lower_fused
@@ -27,6 +30,8 @@ def register_rules(register: Callable[[str, str, Any], None]) -> None:
 
     for op_name, rule in C_SCALAR_RULES.items():
         register(op_name, "c_scalar", rule)
+    for op_name, rule in C99_RULES.items():
+        register(op_name, C99_RULE, rule)
     register("compiler.fused_elementwise", LOWER_RULE, lower_fused)
     register("compiler.matmul_epilogue", LOWER_RULE, lower_epilogue)
 

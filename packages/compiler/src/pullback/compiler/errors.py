@@ -25,3 +25,9 @@ class GraphBreakWarning(UserWarning):
 
 class RecompileWarning(UserWarning):
     """A compiled function reached its cache limit and runs eagerly for new input kinds."""
+
+
+class ExportError(CompileError):
+    """A graph that an exporter (C99, ONNX) cannot write: an op without a rule for it, a dtype
+    or a shape it does not handle, a graph that is not pure inference. The message names the op
+    and the user's line."""

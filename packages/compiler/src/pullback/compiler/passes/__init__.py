@@ -14,7 +14,7 @@ from pullback.plugins import graph_passes
 
 from .._ir import Graph
 from . import (  # noqa: F401  (they register themselves)
-    algebraic, constant_fold, cse, dce, epilogue, fusion, inplace, slices,
+    algebraic, constant_fold, cse, dce, epilogue, fold, fusion, inplace, slices,
 )
 
 GraphPass = Callable[[Graph], Graph]

@@ -33,9 +33,12 @@ def constant_folding(graph: Graph) -> Graph:
         kernel, takes_attrs = kernel_for(node, graph.device)
         args = [_bind(a, graph.constants) for a in node.inputs]
         result = kernel(*args, **(node.attrs if takes_attrs else {}))
+        named = next((graph.constant_names[v] for v in values if v in graph.constant_names), None)
         for value, array in zip(node.outputs, _outputs(node, result)):
             graph.constants[value] = asarray(array)
             value.producer = None
+            if named is not None:
+                graph.constant_names[value] = f"{named}.{node.op}"
     graph.nodes = kept
     return graph
 

@@ -22,4 +22,5 @@ def dead_code_elimination(graph: Graph) -> Graph:
             live.update(node.input_values())
     graph.nodes = kept[::-1]
     graph.constants = {v: a for v, a in graph.constants.items() if v in live}
+    graph.constant_names = {v: n for v, n in graph.constant_names.items() if v in live}
     return graph
