@@ -26,6 +26,11 @@ from ._ops import (  # noqa: E402
     swapaxes, t, take_along_axis, tanh, tile, transpose, tril, triu, trunc, unbind, unsqueeze,
     var, view, where,
 )
+from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
+    acos, acosh, allclose, arccos, arcsin, arctan, arctan2, asin, asinh, atan, atan2, atanh,
+    copysign, cosh, exp2, hypot, isclose, isneginf, isposinf, lerp, log10, log2, logaddexp,
+    logaddexp2, nan_to_num, sinc, sinh, tan, xlogy,
+)
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402
 from .creation import (  # noqa: E402
