@@ -20,6 +20,11 @@ input (``encoding``):
     python benchmarks/spanda_step.py --threads 1 --clock cpu  # work per step, busy machine
     python benchmarks/spanda_step.py --encoding rate          # Poisson input (T x B x 784)
     python benchmarks/spanda_step.py --hidden 100 --batch 16  # small: per-step overhead rules
+    python benchmarks/spanda_step.py --neuron-only            # the LIF time loop alone
+
+``--neuron-only`` times the neurons without synapses: 25 steps of one LIF layer (batch 128,
+``--hidden`` neurons) on a given current, forward and backward, as snnTorch's ``Leaky`` per step,
+pullback's fused per-step op, the same update in core ops, and one ``lif_sequence`` call.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+from typing import Any
 
 # Imported first: it applies --threads before NumPy loads.
 from _nn_bench import OPTIONS, report, same_weights, time_pair, torch_module
@@ -126,6 +132,51 @@ def pullback_steps(x_np, y_np, encoding, linears, hidden):
     return sequential, fused_loop, composite_loop
 
 
+def neuron_only(torch, batch: int, hidden: int) -> dict[str, tuple[Any, Any]]:
+    """The time loop of one LIF layer, nothing else: each variant against snnTorch's Leaky."""
+    import snntorch as snn
+    from snntorch import surrogate
+
+    current = np.random.default_rng(0).uniform(0.0, 0.15, (STEPS, batch, hidden)).astype(
+        np.float32)
+    lif = snn.Leaky(beta=BETA, spike_grad=surrogate.fast_sigmoid(SLOPE))
+    # One leaf per step for the loops (slicing one (T, B, N) leaf per step would time the
+    # slices' gradients instead: pullback's engine gives each a zero-filled (T, B, N) buffer).
+    t_steps = [torch.tensor(c, requires_grad=True) for c in current]
+    p_steps = [pullback.tensor(c, requires_grad=True) for c in current]
+    px = pullback.tensor(current, requires_grad=True)
+    sg = spanda.surrogate.fast_sigmoid(SLOPE)
+    ours = spanda.LIF(BETA, surrogate=sg)
+
+    def theirs():
+        mem, out = lif.reset_mem(), []
+        for t in range(STEPS):
+            spk, mem = lif(t_steps[t], mem)
+            out.append(spk)
+        torch.stack(out).sum().backward()
+
+    def loop(step):
+        def run():
+            mem, out = pullback.zeros(batch, hidden), []
+            for t in range(STEPS):
+                spk, mem = step(p_steps[t], mem)
+                out.append(spk)
+            pullback.stack(out).sum().backward()
+        return run
+
+    def composite(current, mem):
+        reset = (mem > 1.0).to(current.dtype)
+        mem = mem * BETA + current - reset
+        return spanda.functional.spike(mem, 1.0, surrogate=sg), mem
+
+    def sequence():
+        spanda.functional.lif_sequence(px, beta=BETA, surrogate=sg)[0].sum().backward()
+
+    return {"neuron_fused_step_loop": (loop(lambda x, m: ours(x, m)), theirs),
+            "neuron_composite_loop": (loop(composite), theirs),
+            "neuron_sequence_op": (sequence, theirs)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--encoding", choices=("direct", "rate"), default="direct")
@@ -134,23 +185,21 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=2, help="steps per timed block")
     parser.add_argument("--repeats", type=int, default=5, help="timed blocks per variant")
     parser.add_argument("--csv", default=None, help="append one row per variant to this CSV")
+    parser.add_argument("--neuron-only", action="store_true", help="time the LIF loop alone")
     args, _ = parser.parse_known_args()
     torch = torch_module()
-    x_np, y_np = _data(args.encoding, args.batch)
-    linears, snn_loop, snn_hoisted = snntorch_steps(torch, x_np, y_np, args.encoding, args.hidden)
-    sequential, fused_loop, composite_loop = pullback_steps(x_np, y_np, args.encoding, linears,
-                                                            args.hidden)
-
-    variants = {"pullback_sequential": sequential, "pullback_step_loop": fused_loop,
-                "pullback_composite_loop": composite_loop}
-    if args.encoding == "direct":
-        variants["snntorch_hoisted"] = snn_hoisted
+    if args.neuron_only:
+        pairs = neuron_only(torch, args.batch, args.hidden)
+        args.encoding = "current"
+    else:
+        pairs = training_steps(torch, args)
     rows = []
-    for name, step in variants.items():
-        ours, theirs = time_pair(step, snn_loop, warmup=2, repeats=args.repeats, block=args.block)
+    for name, (step, reference) in pairs.items():
+        ours, theirs = time_pair(step, reference, warmup=2, repeats=args.repeats,
+                                 block=args.block)
         report(f"spanda_step_{name}", ours, theirs, 1.0, encoding=args.encoding, steps=STEPS,
                batch=args.batch, hidden=args.hidden, reference="snntorch_loop",
-               note="pullback_ms is this variant's time, torch_ms snnTorch's tutorial loop")
+               note="pullback_ms is this variant's time, torch_ms snnTorch's loop")
         rows.append({"variant": name, "encoding": args.encoding, "hidden": args.hidden,
                      "batch": args.batch, "steps": STEPS, "threads": OPTIONS.threads,
                      "clock": OPTIONS.clock, "variant_ms": round(ours * 1e3, 2),
@@ -162,6 +211,20 @@ def main() -> None:
             if new:
                 writer.writeheader()
             writer.writerows(rows)
+
+
+def training_steps(torch, args) -> dict[str, tuple[Any, Any]]:
+    """The full training step, each variant against snnTorch's tutorial loop."""
+    x_np, y_np = _data(args.encoding, args.batch)
+    linears, snn_loop, snn_hoisted = snntorch_steps(torch, x_np, y_np, args.encoding, args.hidden)
+    sequential, fused_loop, composite_loop = pullback_steps(x_np, y_np, args.encoding, linears,
+                                                            args.hidden)
+
+    variants = {"pullback_sequential": sequential, "pullback_step_loop": fused_loop,
+                "pullback_composite_loop": composite_loop}
+    if args.encoding == "direct":
+        variants["snntorch_hoisted"] = snn_hoisted
+    return {name: (step, snn_loop) for name, step in variants.items()}
 
 
 if __name__ == "__main__":

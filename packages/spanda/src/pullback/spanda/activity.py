@@ -44,8 +44,10 @@ class LayerActivity:
         binary_input: whether every input was 0 or 1 (spikes).
         synaptic_ops: for spikes, accumulates where they arrived (``fan_out`` each); for other
             inputs, the multiply-accumulates of a dense evaluation (once for a constant input).
-        dense_ops: multiply-accumulates of the same layer on every step with every input
-            counted (a dense, not event-driven, evaluation of the same SNN).
+        dense_ops: multiply-accumulates of the same layer with every input counted, zeros
+            included (a dense, not event-driven, evaluation of the same SNN); a constant input
+            is counted once here too, so that ``dense_ops / synaptic_ops`` is what skipping
+            silent inputs saves, nothing else.
         ann_macs: multiply-accumulates of the same layer in a same-size ANN: one pass per sample.
     """
 
@@ -85,12 +87,9 @@ def _linear_counts(layer: SpikingLinear, inputs: Tensor,
     """``(synaptic ops, dense ops, ANN MACs)``; inputs ``(T, B, ..., in)``."""
     fan_out, fan_in = layer.synapse.out_features, layer.synapse.in_features
     per_row = fan_in * fan_out
-    if binary:
-        ops = _count(inputs) * fan_out
-    else:
-        once = _constant_in_time(inputs)
-        ops = math.prod(inputs.shape[1 if once else 0:-1]) * per_row
-    return ops, math.prod(inputs.shape[:-1]) * per_row, math.prod(inputs.shape[1:-1]) * per_row
+    dense = math.prod(inputs.shape[1 if _constant_in_time(inputs) else 0:-1]) * per_row
+    ops = _count(inputs) * fan_out if binary else dense
+    return ops, dense, math.prod(inputs.shape[1:-1]) * per_row
 
 
 def _conv_counts(layer: SpikingConv2d, inputs: Tensor, binary: bool) -> tuple[int, int, int]:
@@ -107,9 +106,9 @@ def _conv_counts(layer: SpikingConv2d, inputs: Tensor, binary: bool) -> tuple[in
                        dilation=conv.dilation)
     # MACs per sample and step: output positions x output channels x window (groups=1)
     per_sample = covered.shape[2] * covered.shape[3] * conv.out_channels * conv.in_channels * kh * kw
-    ops = int(covered.sum().item()) * conv.out_channels if binary else folded.shape[0] * per_sample
-    steps, batch = inputs.shape[0], inputs.shape[1]
-    return ops, steps * batch * per_sample, batch * per_sample
+    dense = folded.shape[0] * per_sample
+    ops = int(covered.sum().item()) * conv.out_channels if binary else dense
+    return ops, dense, inputs.shape[1] * per_sample
 
 
 @contextmanager

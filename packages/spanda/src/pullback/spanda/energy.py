@@ -54,7 +54,7 @@ class EnergyEstimate:
         snn_pj: accumulates + multiply-accumulates + neuron updates of the SNN, all steps.
         snn_synaptic_pj: the same without the neuron updates.
         ann_pj: the ANN's multiply-accumulates (one pass; activations not counted).
-        dense_snn_pj: the SNN evaluated densely (every input multiplied, every step).
+        dense_snn_pj: the SNN evaluated densely (every input multiplied, zeros included).
     """
 
     snn_pj: float
