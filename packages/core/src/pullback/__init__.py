@@ -7,7 +7,9 @@ contribute subpackages (``pullback.nn``, ``pullback.optim``, ...).
 
 # Other distributions contribute pullback.<name> subpackages without a pullback/__init__.py of
 # their own: extend the package path over every "pullback" folder on sys.path (pkgutil style).
+import warnings as _warnings
 from pkgutil import extend_path
+from typing import Any
 
 __path__ = extend_path(__path__, __name__)
 
@@ -53,7 +55,13 @@ from .errors import (  # noqa: E402
 from .registry import Op, get_op  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from . import accelerator  # noqa: E402
+from ._legacy_tensors import (  # noqa: E402
+    BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
+)
 from .plugins import load_plugins as _load_plugins  # noqa: E402
+from ._install_hint import SUBPACKAGES as _SUBPACKAGES  # noqa: E402
+from .errors import MissingPackageError as _MissingPackageError  # noqa: E402
 from ._install_hint import install_missing_subpackage_finder as _install_finder  # noqa: E402
 
 bool = bool_  # noqa: A001 - pullback.bool, as torch.bool
@@ -62,3 +70,25 @@ int = int32  # noqa: A001
 
 _load_plugins()
 _install_finder()
+
+# NumPy warns where PyTorch is silent (log(0) is -inf, 0/0 is nan, exp overflows to inf): ignore
+# those warnings when they come from pullback's own kernels, and only there. A user's filter
+# (``-W error``) still comes first.
+_warnings.filterwarnings(
+    "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
+    category=RuntimeWarning, module=r"pullback(\.|$)")
+
+# Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
+# ``torch.utils.data.DataLoader``) without importing them: imported on first use.
+_LAZY_SUBPACKAGES = frozenset(_SUBPACKAGES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except _MissingPackageError as exc:  # hasattr(pullback, "sutra") stays a plain False
+            raise AttributeError(str(exc)) from None
+    raise AttributeError(f"module 'pullback' has no attribute '{name}'")

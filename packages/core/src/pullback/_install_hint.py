@@ -7,6 +7,8 @@ is the distribution's name.
 
 ``import pullback.nn`` without pullback-nn installed fails with a :class:`MissingSubpackageError`
 that names the distribution and that command (the finder below), instead of "No module named".
+``pullback.cuda`` is the exception: without pullback-cuda it is a small module whose
+``is_available()`` says False (:mod:`pullback._cuda_absent`), as ported scripts ask that first.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 from functools import lru_cache
 from importlib import metadata
 from importlib.abc import MetaPathFinder
+from importlib.util import spec_from_file_location
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +86,14 @@ class _MissingSubpackageFinder(MetaPathFinder):
     subpackage; for one that a known distribution provides and that is not installed, raise the
     error that says how to install it."""
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         parent, _, name = fullname.partition(".")
         distribution = SUBPACKAGES.get(name) if parent == "pullback" else None
         if distribution is None or _installed(distribution):
             return None
+        if fullname == "pullback.cuda":
+            # ``torch.cuda.is_available()`` must answer False, not fail, in ported scripts.
+            return spec_from_file_location(fullname, _CORE / "_cuda_absent.py")
         # No ``name=``: ``from pullback import nn`` would swallow a ModuleNotFoundError whose
         # name is the subpackage, and say "cannot import name 'nn'" instead of this message.
         raise MissingSubpackageError(missing_distribution_message(fullname, distribution))

@@ -297,9 +297,12 @@ def uniform(low: float = 0.0, high: float = 1.0, size: Any = (), dtype: Any = No
                    size, dtype, device, requires_grad, generator)
 
 
-def randint(low: int, high: int | None = None, size: Any = (), dtype: Any = None,
+def randint(low: int, high: Any = None, size: Any = (), dtype: Any = None,
             device: Any = None, generator: Any = None) -> Tensor:
-    """Integers in [low, high) (``randint(high, size)`` also works)."""
+    """Integers in [low, high), with PyTorch's signatures: ``randint(low, high, size)``,
+    ``randint(high, size)`` and ``randint(high, size=size)``."""
+    if high is not None and not isinstance(high, (int, np.integer)):
+        high, size = None, high  # randint(high, size): the second argument is the shape
     if high is None:
         low, high = 0, low
     if low >= high:

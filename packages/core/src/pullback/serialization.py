@@ -22,7 +22,7 @@ import json
 import os
 import socket
 import tempfile
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -48,13 +48,16 @@ def _bfloat16() -> Any:
     return bfloat16
 
 
-def save(obj: Any, path: str | os.PathLike[str]) -> None:
+def save(obj: Any, path: str | os.PathLike[str] | BinaryIO) -> None:
     """Save a tensor or a (nested) state dict to ``path`` as a safetensors file.
 
     ``obj`` may be a Tensor or any nesting of dicts (string or int keys), lists and tuples whose
     leaves are Tensors, NumPy arrays or plain JSON values, e.g. a model's ``state_dict()`` or an
     optimizer's. A tensor that appears twice (tied weights) is stored once and comes back as one
-    object. The write is atomic.
+    object. A whole Module is refused (that would need pickle): save its ``state_dict()``.
+
+    ``path`` is a file name (the write is atomic) or, as in PyTorch, a binary file object open
+    for writing (an open file, ``io.BytesIO``), which gets the bytes at its position.
 
     Example:
         >>> import pullback, tempfile, os
@@ -63,7 +66,8 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
         >>> pullback.load(path)["step"]
         3
     """
-    path = os.fspath(path)
+    writer = path if hasattr(path, "write") else None
+    path = _file_name(path)
     arrays: dict[str, np.ndarray] = {}
     names_by_id: dict[int, str] = {}
     structure = _encode(obj, "", arrays, names_by_id, path)
@@ -71,6 +75,9 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     from safetensors.numpy import save as to_bytes
 
     data = to_bytes(arrays, metadata=metadata)
+    if writer is not None:
+        writer.write(data)
+        return
     folder = os.path.dirname(os.path.abspath(path))
     _remove_abandoned_partials(folder, os.path.basename(path))
     fd, tmp = tempfile.mkstemp(prefix=_partial_prefix(os.path.basename(path)) + f"{os.getpid()}.",
@@ -87,6 +94,13 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _file_name(path: Any) -> str:
+    """``path`` as a string, for a file name or a file object (its ``name``, if it has one)."""
+    if hasattr(path, "write") or hasattr(path, "read"):
+        return str(getattr(path, "name", f"<{type(path).__name__}>"))
+    return os.fspath(path)
 
 
 def _partial_prefix(target: str) -> str:
@@ -179,6 +193,11 @@ def _encode(obj: Any, path: str, arrays: dict[str, np.ndarray], names_by_id: dic
         return obj.item()
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
+    if callable(getattr(obj, "state_dict", None)):
+        kind = type(obj).__name__
+        raise CheckpointError(
+            f"save({file!r}): a whole {kind} is not saved (that needs pickle, which pullback "
+            f"never uses); save its state_dict() and load it with load_state_dict()")
     raise CheckpointError(
         f"save({file!r}): cannot store a {type(obj).__name__} at '{path or '<root>'}'; "
         "checkpoints hold tensors, dicts, lists, tuples and plain JSON values (no pickle)"
@@ -201,11 +220,12 @@ def _host_array(obj: Any) -> np.ndarray:
     return arr
 
 
-def load(path: str | os.PathLike[str], map_location: Any = None) -> Any:
+def load(path: str | os.PathLike[str] | BinaryIO, map_location: Any = None) -> Any:
     """Load what :func:`save` wrote (or any safetensors file, as a flat dict of tensors).
 
     Args:
-        path: the file.
+        path: the file name, or a binary file object open for reading (read from its
+            position to its end).
         map_location: a device (``"cpu"``, ``"cuda:0"``) for every tensor; by default each
             tensor goes back to the device it was saved from.
 
@@ -213,9 +233,13 @@ def load(path: str | os.PathLike[str], map_location: Any = None) -> Any:
         CheckpointError: the file is truncated, malformed or not a safetensors file.
         FileNotFoundError: there is no such file.
     """
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
+    if hasattr(path, "read"):
+        data = path.read()
+        path = _file_name(path)
+    else:
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
     header = _read_header(data, path)
     try:
         from safetensors import deserialize

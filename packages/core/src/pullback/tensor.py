@@ -415,6 +415,36 @@ class Tensor:
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError("pullback tensors are not pickled; save them with pullback.save")
 
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"``: a 0-d tensor formats as its Python number, as in PyTorch; other
+        tensors take only the empty spec (their ``str``)."""
+        if self.array.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __deepcopy__(self, memo: dict[builtins.int, Any]) -> Tensor:
+        """``copy.deepcopy``: a new leaf with a copy of the memory, ``requires_grad`` and
+        ``.grad``, of the same class (Parameters stay Parameters); a tensor reached twice through
+        ``memo`` is copied once, so tied weights stay tied in a copied model.
+
+        Raises:
+            AutogradError: for a non-leaf tensor, as PyTorch (a copy cannot carry its graph);
+                copy ``tensor.detach()`` instead.
+        """
+        done = memo.get(id(self))
+        if done is not None:
+            return done
+        if self._node is not None:
+            raise AutogradError("copy.deepcopy: only leaf tensors can be deep-copied (this one is "
+                                "the output of an op); copy tensor.detach() instead")
+        cls = type(self)
+        new = cls.__new__(cls)
+        new._init_leaf(self.array.copy(), self.device, self._requires_grad)
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        return new
+
     def __getitem__(self, key: Any) -> Tensor:
         return _ops.getitem(self, key)
 

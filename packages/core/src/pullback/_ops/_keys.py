@@ -21,8 +21,8 @@ _FULL = slice(None)
 
 def normalize_key(x: Any, key: Any) -> tuple[Key, bool]:
     """``key`` as a tuple of ints/slices/None/Ellipsis/backend arrays, and whether it is
-    advanced (holds arrays). Lists and tuples inside the key are sequences of indices, as in
-    PyTorch and NumPy (``x[(1, 0), :]`` takes rows 1 and 0)."""
+    advanced (holds arrays). Lists, tuples and ranges inside the key are sequences of indices, as
+    in PyTorch and NumPy (``x[(1, 0), :]`` takes rows 1 and 0, ``x[range(2)]`` rows 0 and 1)."""
     from ..tensor import Tensor
 
     if not isinstance(key, tuple):
@@ -38,8 +38,10 @@ def normalize_key(x: Any, key: Any) -> tuple[Key, bool]:
                     f"index: tensors used as indices must be integer or bool, got {k.dtype}")
             out.append(k.array)
             advanced = True
-        elif isinstance(k, (list, tuple, np.ndarray, bool)):
+        elif isinstance(k, (list, tuple, range, np.ndarray, bool)):
             arr = np.asarray(k)
+            if arr.size == 0 and not isinstance(k, np.ndarray):
+                arr = arr.astype(np.int64)  # x[[]], x[range(0)]: no rows (NumPy reads float64)
             if arr.dtype.kind not in "biu":
                 raise IndexDTypeError(
                     f"index: arrays used as indices must be integer or bool, got {arr.dtype}")
