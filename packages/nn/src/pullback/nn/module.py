@@ -17,7 +17,7 @@ import pullback
 from pullback.errors import CheckpointError
 from pullback.tensor import Tensor
 
-from .parameter import Parameter, copy_leaf
+from .parameter import Parameter
 
 
 class IncompatibleKeys(NamedTuple):
@@ -472,7 +472,7 @@ class Module:
         memo[id(self)] = new
         for buffer in self._buffers.values():
             if buffer is not None:
-                copy_leaf(buffer, memo)
+                copy.deepcopy(buffer, memo)
         new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
