@@ -139,8 +139,11 @@ def eager_outputs(model: Any, inputs: tuple[pb.Tensor, ...]) -> list[np.ndarray]
 def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
     """``max |actual - expected| / max |expected|`` (NaN when shapes or NaNs differ)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
-    if actual.shape != expected.shape or not np.array_equal(np.isnan(actual),
-                                                            np.isnan(expected)):
+    if actual.shape != expected.shape:
+        return float("nan")
+    if expected.dtype.kind in "biu":  # booleans and integers: exactly
+        return 0.0 if np.array_equal(actual, expected) else float("inf")
+    if not np.array_equal(np.isnan(actual), np.isnan(expected)):
         return float("nan")
     finite = ~np.isnan(expected)
     scale = float(np.abs(expected[finite]).max(initial=0.0)) or 1.0

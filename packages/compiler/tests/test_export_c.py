@@ -164,7 +164,7 @@ def test_a_graph_and_several_inputs_and_outputs(tmp_path):
 def test_a_standalone_program_through_the_single_entry_point(tmp_path):
     model, inputs = build("gpt")
     export = export_c(model, inputs, tmp_path, name="gpt")
-    assert f"void gpt(const int64_t *PULLBACK_RESTRICT in, float *PULLBACK_RESTRICT out);" in \
+    assert "void gpt(const int64_t *PULLBACK_RESTRICT in, float *PULLBACK_RESTRICT out);" in \
         export.header.read_text()
     samples = [[x.numpy() for x in inputs], [np.flip(inputs[0].numpy(), 1).copy()]]
     exe = program.build_native_program(export, samples, tmp_path)

@@ -5,7 +5,8 @@
 * :func:`compile` returns a callable that traces once per kind of input (guards) and replays the
   optimized graph with no per-op Python dispatch.
 * :mod:`pullback.compiler.passes`: the registered graph passes and :func:`optimize`.
-* :func:`export_c` writes a model as self-contained C99 (down to a microcontroller).
+* :func:`export_c` writes a model as self-contained C99 (down to a microcontroller);
+  :func:`export_onnx` as an ONNX file.
 """
 
 from pullback.plugins import ensure_registered as _ensure_registered
@@ -16,6 +17,7 @@ from ._compiled import CompiledFunction, compile
 from ._executor import lower, run_graph
 from ._format import to_dot
 from ._ir import Graph, Node, Placeholder, Value
+from ._onnx import export_onnx
 from .errors import (CompileError, DataDependentError, ExportError, GraphBreakWarning,
                      RecompileWarning, TraceError)
 from .passes import optimize
@@ -25,6 +27,6 @@ _ensure_registered("pullback.compiler._plugin", "compiler", "pullback-compiler")
 __all__ = [
     "CExport", "CompileError", "CompiledFunction", "DataDependentError", "ExportError", "Graph",
     "GraphBreakWarning", "Node", "Placeholder", "RecompileWarning", "TraceError", "Value",
-    "compile", "export_c", "lower", "optimize", "run_graph", "to_dot", "trace",
+    "compile", "export_c", "export_onnx", "lower", "optimize", "run_graph", "to_dot", "trace",
 ]
 

@@ -17,7 +17,7 @@ import pullback as pb
 from pullback.tensor import Tensor
 
 from ._capture import trace
-from ._ir import Graph
+from ._ir import Graph, Node
 from .errors import ExportError
 from .passes import optimize
 
@@ -26,6 +26,15 @@ from .passes import optimize
 EXPORT_PIPELINE: tuple[str, ...] = ("algebraic", "constant_fold", "fold_batch_norm", "cse",
                                     "dce")
 _FROZEN_KINDS = ("param", "buffer", "captured")
+
+
+def where(node: Node) -> str:
+    """`` (at file:line in function)`` for messages, when the node knows its source."""
+    source = node.meta.get("source")
+    if not source:
+        return ""
+    file, line, function = source
+    return f" (at {file}:{line} in {function})"
 
 
 def as_inputs(example_inputs: Any) -> tuple[Tensor, ...]:

@@ -1,6 +1,6 @@
 """pullback-compiler's plugin: its graph passes, its fused ops and the rules it adds to ops (C
-expressions of elementwise ops, how fused ops lower, how the C99 exporter writes each op), all
-through the public hooks."""
+expressions of elementwise ops, how fused ops lower, how the C99 and ONNX exporters write each
+op) and its two exporters, all through the public hooks."""
 
 from __future__ import annotations
 
@@ -26,12 +26,16 @@ def register_rules(register: Callable[[str, str, Any], None]) -> None:
     from ._c_rules import C_SCALAR_RULES
     from ._executor import LOWER_RULE
     from ._fused import lower_fused
+    from ._onnx import ONNX_RULES
+    from ._onnx.builder import ONNX_RULE
     from .passes.epilogue import lower_epilogue
 
     for op_name, rule in C_SCALAR_RULES.items():
         register(op_name, "c_scalar", rule)
     for op_name, rule in C99_RULES.items():
         register(op_name, C99_RULE, rule)
+    for op_name, rule in ONNX_RULES.items():
+        register(op_name, ONNX_RULE, rule)
     register("compiler.fused_elementwise", LOWER_RULE, lower_fused)
     register("compiler.matmul_epilogue", LOWER_RULE, lower_epilogue)
 
@@ -42,3 +46,12 @@ def register_graph_passes(register: Callable[[str, Callable[..., Any]], None]) -
 
     for name, graph_pass in PASSES.items():
         register(name, graph_pass)
+
+
+@hookimpl
+def register_exporters(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    from ._c99 import export_c
+    from ._onnx import export_onnx
+
+    register("c99", export_c)
+    register("onnx", export_onnx)

@@ -20,6 +20,7 @@ import numpy as np
 
 from pullback.registry import OPS
 
+from .._export import where
 from .._ir import Graph, Node, Value
 from ..errors import ExportError
 from .arena import Buffer, Plan, plan
@@ -40,15 +41,6 @@ def ctype_of(dtype: Any) -> str:
         raise ExportError(f"export_c: dtype {name} has no C type here (supported: "
                           f"{', '.join(CTYPES)})")
     return CTYPES[name]
-
-
-def where(node: Node) -> str:
-    """`` (at file:line in function)`` for messages, when the node knows its source."""
-    source = node.meta.get("source")
-    if not source:
-        return ""
-    file, line, function = source
-    return f" (at {file}:{line} in {function})"
 
 
 @dataclass(frozen=True)

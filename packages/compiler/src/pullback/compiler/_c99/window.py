@@ -112,8 +112,10 @@ def max_pool2d_rule(node: Node, k: KernelBuilder) -> None:
     _pool_loops(k, node, [f"acc = {step};"], "-INFINITY", "acc")
 
 
-def avg_pool2d_rule(node: Node, k: KernelBuilder) -> None:
-    """The window's sum (taps in order, as the kernel adds them) over its divisor."""
+def pool_windows(node: Node) -> tuple[np.ndarray, np.ndarray]:
+    """An ``nn.avg_pool2d`` node's ``(valid, divisor)`` per output position: how many of the
+    window's taps fall inside the input, and what its sum is divided by (padding, ceil mode,
+    ``count_include_pad`` and ``divisor_override`` as the op's kernel applies them)."""
     x, out = node.inputs[0], node.output
     ones = np.ones((1, 1) + x.shape[2:], np.float64)
     average = np.asarray(get_op(node.op).kernel_for("cpu")(ones, **node.attrs))[0, 0]
@@ -122,6 +124,13 @@ def avg_pool2d_rule(node: Node, k: KernelBuilder) -> None:
     valid = np.outer(_count(out.shape[2], x.shape[2], sh, pt, khs),
                      _count(out.shape[3], x.shape[3], sw, pl, kws))
     divisor = np.where(average > 0, np.rint(valid / np.where(average > 0, average, 1.0)), 1.0)
+    return valid, divisor
+
+
+def avg_pool2d_rule(node: Node, k: KernelBuilder) -> None:
+    """The window's sum (taps in order, as the kernel adds them) over its divisor."""
+    out = node.output
+    _, divisor = pool_windows(node)
     table = k.static(divisor.astype(out.dtype).reshape(-1), "pool_divisors")
     ow = out.shape[3]
     _pool_loops(k, node, ["acc += v;"], "0", f"acc / {table}[r * {ow} + q]")

@@ -1,0 +1,155 @@
+"""ONNX export: the battery (the C99 exporter's models) written with export_onnx, checked by
+onnx.checker and run by onnxruntime at the example's batch size and at another one (the batch
+axis is symbolic), against eager pullback; every elementwise rule, the layout ops and the
+reductions at each opset; what cannot be exported is named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from export_battery import MODELS, build, eager_outputs, mismatches
+from pullback.compiler import ExportError, export_onnx, trace
+from pullback.compiler._onnx import SUPPORTED_OPSETS
+from pullback.compiler._onnx.elementwise import ELEMENTWISE_RULES
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+
+def run_onnx(path, *inputs):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.asarray(getattr(x, "array", x)) for i, x in
+             zip(session.get_inputs(), inputs)}
+    return session.run(None, feeds)
+
+
+def _doubled(inputs):
+    return tuple(pb.tensor(np.concatenate([x.numpy()] * 2 + [x.numpy()[:1]])) for x in inputs)
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_onnxruntime_matches_eager_pullback_at_any_batch_size(model, tmp_path):
+    net, inputs = build(model)
+    path = tmp_path / f"{model}.onnx"
+    proto = export_onnx(net, inputs, path)
+    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    assert {o.domain for o in proto.opset_import} == {""}  # standard operators only
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    problem = mismatches(run_onnx(path, *inputs), eager_outputs(net, inputs))
+    assert problem is None, problem
+    other = _doubled(inputs)  # 2 B + 1 rows: neither traced size
+    problem = mismatches(run_onnx(path, *other), eager_outputs(net, other))
+    assert problem is None, problem
+
+
+def test_weights_are_named_initializers_and_batch_norm_is_folded(tmp_path):
+    net, inputs = build("lenet")
+    proto = export_onnx(net, inputs, tmp_path / "lenet.onnx", dynamic_batch=False)
+    names = {i.name for i in proto.graph.initializer}
+    assert {"0.weight", "0.bias", "9.weight", "11.bias"} <= names, names
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count("Conv") == 2 and "BatchNormalization" not in ops and "Sub" not in ops, ops
+    dims = [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == list(inputs[0].shape)  # static batch when asked
+
+
+def _tensor_ops(x, w):
+    """Layout ops and reductions: every one of them has an ONNX rule of its own."""
+    y = pb.cat([x[:, ::-2], pb.flip(x, 1)[:, 1:4]], axis=1)
+    z = pb.stack([y, y * 2.0], axis=1).swapaxes(1, 2)
+    t = pb.tril(x[0, None] @ w, 1) + pb.triu(x[1:2] @ w) - pb.broadcast_to(w[0], (3, 3))
+    padded = pb.pad(x, (1, 2), value=-1.5)
+    rows = pb.index_select(w, 0, pb.tensor([2, 0, 6]))
+    return (z.sum(axis=(1, 2)), z.mean(axis=1, keepdims=True), z.amax(axis=-1),
+            z.amin(axis=None), t, padded[..., -1, None], rows)
+
+
+@pytest.mark.parametrize("opset", list(SUPPORTED_OPSETS))
+def test_layout_ops_and_reductions_at_every_opset(opset, tmp_path):
+    rng = np.random.default_rng(0)
+    x = pb.tensor(rng.standard_normal((4, 7)).astype(np.float32))
+    w = pb.tensor(rng.standard_normal((7, 3)).astype(np.float32))
+    path = tmp_path / "ops.onnx"
+    export_onnx(lambda a: _tensor_ops(a, w), x, path, opset=opset)
+    for batch in (x, pb.tensor(rng.standard_normal((6, 7)).astype(np.float32))):
+        problem = mismatches(run_onnx(path, batch), eager_outputs(lambda a: _tensor_ops(a, w),
+                                                                  (batch,)))
+        assert problem is None, problem
+
+
+_POSITIVE = {"log", "sqrt", "rsqrt", "log2", "log10", "reciprocal", "pow"}
+_BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "greater", "greater_equal",
+           "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or",
+           "logical_xor"}
+_ATTRS = {"clamp": {"min": -0.25, "max": 0.5}, "cast": {"dtype": np.dtype("float64")},
+          "leaky_relu": {"negative_slope": 0.2}, "softplus": {"beta": 2.0, "threshold": 1.0},
+          "gelu": {"approximate": "tanh"}}
+
+
+@pytest.mark.parametrize("op", sorted(ELEMENTWISE_RULES))
+def test_every_elementwise_rule_matches_its_ops_kernel(op, tmp_path):
+    from pullback.registry import get_op
+
+    rng = np.random.default_rng(1)
+    values = rng.uniform(-0.9, 0.9, (3, 5)).astype(np.float32)
+    values[0, :2] = (0.0, 0.5)  # a zero and a tie for round
+    if op in _POSITIVE:
+        values = np.abs(values) + 0.2
+    elif op == "acosh":
+        values = np.abs(values) + 1.2
+    elif op in ("isnan", "isinf", "isfinite"):
+        values[2, :3] = (np.nan, np.inf, -np.inf)
+    second = rng.uniform(0.2, 0.9, values.shape) * rng.choice([-1.0, 1.0], values.shape)
+    if op in _POSITIVE:
+        second = np.abs(second)
+    second[1, :2] = values[1, :2]  # equal pairs for the comparisons
+    x, y = pb.tensor(values), pb.tensor(second.astype(np.float32))
+    args = (x, y) if op in _BINARY else (x > 0, x, y) if op == "where" else (x,)
+    attrs = _ATTRS.get(op, {})
+
+    def f(*a):
+        return pb.dispatch.apply(get_op(op), *a, **attrs)
+
+    path = tmp_path / f"{op}.onnx"
+    export_onnx(f, args, path)
+    (got,), (want,) = run_onnx(path, *args), eager_outputs(f, args)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert mismatches([got], [want]) is None, (got, want)
+
+
+def test_an_op_without_an_onnx_rule_is_named_with_the_line(tmp_path):
+    with pytest.raises(ExportError, match=r"op 'cumsum' has no ONNX rule \(at .*test_export_onnx"):
+        export_onnx(lambda x: pb.cumsum(x, 0), pb.randn(3, 2), tmp_path / "m.onnx")
+
+
+def test_a_model_whose_structure_follows_the_batch_size_is_refused(tmp_path):
+    with pytest.raises(ExportError, match=r"getitem's key .* depends on the batch size"):
+        export_onnx(lambda x: x[: x.shape[0] - 1] * 2.0, pb.randn(4, 3), tmp_path / "m.onnx")
+    export_onnx(lambda x: x[: x.shape[0] - 1] * 2.0, pb.randn(4, 3), tmp_path / "m.onnx",
+                dynamic_batch=False)
+
+
+def test_a_traced_graph_exports_with_static_shapes(tmp_path):
+    w = pb.randn(4, 3)
+
+    def f(x, y):
+        return pb.relu(x @ w + y), (x @ w).sum(axis=1)
+
+    x, y = pb.randn(5, 4), pb.randn(1, 3)
+    with pb.no_grad():
+        graph = trace(f, x, y)
+    with pytest.raises(ExportError, match="dynamic_batch=False"):
+        export_onnx(graph, None, tmp_path / "g.onnx")
+    export_onnx(graph, None, tmp_path / "g.onnx", dynamic_batch=False,
+                input_names=["x", "y"], output_names=["act", "total"])
+    assert mismatches(run_onnx(tmp_path / "g.onnx", x, y), eager_outputs(f, (x, y))) is None
+    assert [o.name for o in onnx.load(str(tmp_path / "g.onnx")).graph.output] == \
+        ["act", "total"]
+
+
+def test_the_exporter_is_registered_under_its_format_name():
+    from pullback.plugins import exporters
+
+    assert exporters()["onnx"] is export_onnx
