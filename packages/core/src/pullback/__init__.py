@@ -29,9 +29,10 @@ from ._ops import (  # noqa: E402
     var, view, where,
 )
 from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
-    acos, acosh, allclose, arccos, arcsin, arctan, arctan2, asin, asinh, atan, atan2, atanh,
-    copysign, cosh, exp2, hypot, isclose, isneginf, isposinf, lerp, log10, log2, logaddexp,
-    logaddexp2, nan_to_num, sinc, sinh, tan, xlogy,
+    acos, acosh, addcdiv, addcmul, addmm, addmv, allclose, arccos, arcsin, arctan, arctan2, asin,
+    asinh, atan, atan2, atanh, baddbmm, bmm, copysign, cosh, cross, exp2, hypot, inner, isclose,
+    isneginf, isposinf, kron, lerp, log10, log2, logaddexp, logaddexp2, mm, mv, nan_to_num, sinc,
+    sinh, tan, tensordot, xlogy,
 )
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402

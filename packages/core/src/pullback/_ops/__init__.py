@@ -30,7 +30,10 @@ from .reduce import (
     all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, prod, std,
     sum, sum_to, var,
 )
-from . import special_elementwise
+from . import products, special_elementwise
+from .products import (
+    addcdiv, addcmul, addmm, addmv, baddbmm, bmm, cross, inner, kron, mm, mv, tensordot,
+)
 from .special_elementwise import (
     acos, acosh, allclose, arccos, arcsin, arctan, arctan2, asin, asinh, atan, atan2, atanh,
     copysign, cosh, exp2, hypot, isclose, isneginf, isposinf, lerp, log10, log2, logaddexp,
@@ -83,5 +86,5 @@ TENSOR_METHODS = (
     "bitwise_left_shift", "bitwise_right_shift", "type_as", "new_zeros", "new_ones", "new_full",
     "new_empty", "new_tensor", "is_floating_point", "t", "expand_as", "view_as", "reshape_as",
     # The ops ported code needs beyond these, each module listing its own.
-    *special_elementwise.METHODS,
+    *special_elementwise.METHODS, *products.METHODS,
 )
