@@ -161,6 +161,8 @@ CASES += _interpolations() + [
                                                      stride=(1, 2)), normal(1, 12, 21)),
     Case("ZeroPad2d", lambda m: m.ZeroPad2d((1, 2, 0, 3)), normal(2, 2, 3, 4)),
     Case("ZeroPad1d-negative", lambda m: m.ZeroPad1d((-1, 2)), normal(2, 3, 5)),
+    Case("ConstantPad1d-negative", lambda m: m.ConstantPad1d((2, -1), 0.5), normal(2, 3, 4)),
+    Case("ZeroPad3d", lambda m: m.ZeroPad3d((1, 0, 0, 2, 1, 1)), normal(1, 2, 2, 3, 2)),
     Case("ConstantPad3d", lambda m: m.ConstantPad3d(1, 2.5), normal(1, 2, 2, 3, 2)),
     Case("ConstantPad2d-negative", lambda m: m.ConstantPad2d((2, -1, -2, 1), -1.0),
          normal(2, 2, 4, 5)),

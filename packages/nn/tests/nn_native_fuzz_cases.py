@@ -249,7 +249,8 @@ def _ordinary_rows(x: Any, nd: int) -> Any:
     """The rows (leading indices) of ``x`` without NaN, infinities or magnitudes above 1e30:
     a row holding +1e38 and -1e38 has a mean that float32 and float64 (in any order of
     summation) both lose, differently. Rows with them are tested for not crashing only."""
-    lead = x.reshape(x.shape[:x.ndim - nd] + (-1,))
+    # The row length spelled out: -1 cannot be inferred when a leading axis is empty.
+    lead = x.reshape(x.shape[:x.ndim - nd] + (int(np.prod(x.shape[x.ndim - nd:])),))
     with np.errstate(all="ignore"):
         return (np.isfinite(lead) & (np.abs(lead) < 1e30)).all(axis=-1)
 

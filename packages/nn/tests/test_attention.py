@@ -73,7 +73,7 @@ def test_sdpa_causal_matches_torch(shape):
 def test_sdpa_dropout_is_seeded_and_unbiased():
     r = np.random.default_rng(2)
     q, k = pullback.tensor(r.standard_normal((1, 3, 4))), pullback.tensor(r.standard_normal((1, 6, 4)))
-    v = pullback.ones(1, 6, 2)
+    v = pullback.ones(1, 6, 2, dtype=q.dtype)  # SDPA refuses mixed dtypes, as torch does
     pullback.manual_seed(5)
     a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).numpy()
     pullback.manual_seed(5)
