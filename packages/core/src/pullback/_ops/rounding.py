@@ -19,7 +19,7 @@ from ..promotion import COMMON
 from ..registry import Op
 from ._declare import binary_function, declare, unary_function
 from ._zero_division import refusing_zero_divisors
-from .elementwise import SUB, _binary_kernel
+from .elementwise import SUB, _binary_kernel, _weak
 
 
 def refusing_bool(op_name: str, make: Any) -> Any:
@@ -74,6 +74,8 @@ for _op in (SIGN, FLOOR, CEIL, TRUNC, ROUND):
 
 def _div_rounded_kernel(xp: Any) -> Any:
     def div_rounded(x: Any, y: Any, rounding_mode: str) -> Any:
+        # A Python number stays weak against bfloat16 (ml_dtypes would widen to float32).
+        x, y = _weak(x, y), _weak(y, x)
         if rounding_mode == "floor":
             return xp.floor_divide(x, y)
         dtype = getattr(x, "dtype", None)
