@@ -143,6 +143,25 @@ def test_randint_high_and_size_draws_the_whole_range() -> None:
     assert set(pb.randint(3, (200,)).numpy().tolist()) == {0, 1, 2}
 
 
+# -- Generator ------------------------------------------------------------------------------------
+
+def test_generator_seeds_as_torchs() -> None:
+    for lib in (pb, torch):
+        g = lib.Generator()
+        assert g.manual_seed(5) is g and g.initial_seed() == 5
+        assert lib.Generator().initial_seed() == torch.Generator().initial_seed()
+        first = lib.randperm(8, generator=g).tolist()
+        state = g.get_state()
+        second = lib.randperm(8, generator=g).tolist()
+        g.set_state(state)
+        assert lib.randperm(8, generator=g).tolist() == second
+        assert lib.randperm(8, generator=g.manual_seed(5)).tolist() == first
+        seed = g.seed()
+        assert g.initial_seed() == seed
+    with pytest.raises(ValueError):
+        pb.Generator("cuda")
+
+
 # -- legacy constructors --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "LongTensor", "IntTensor",

@@ -57,6 +57,7 @@ from .registry import Op, get_op  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import accelerator  # noqa: E402
+from .random_generator import Generator  # noqa: E402
 from ._legacy_tensors import (  # noqa: E402
     BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
 )
@@ -81,7 +82,7 @@ _warnings.filterwarnings(
 
 # Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
 # ``torch.utils.data.DataLoader``) without importing them: imported on first use.
-_LAZY_SUBPACKAGES = frozenset(_SUBPACKAGES)
+_LAZY_SUBPACKAGES = frozenset({"utils", *_SUBPACKAGES})
 
 
 def __getattr__(name: str) -> Any:

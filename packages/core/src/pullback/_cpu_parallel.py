@@ -37,6 +37,17 @@ _pool: ThreadPoolExecutor | None = None
 _threads = int(os.environ.get("PULLBACK_NUM_THREADS", "0")) or (os.cpu_count() or 1)
 
 
+def _forget_parent_pool() -> None:
+    """In a forked child (a DataLoader worker) the parent's pool threads do not exist: drop
+    the pool (and a lock a parent thread may have held) so that the child starts its own."""
+    global _pool, _lock
+    _pool = None
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_parent_pool)
+
+
 def get_num_threads() -> int:
     """Threads used for large elementwise CPU kernels."""
     return _threads

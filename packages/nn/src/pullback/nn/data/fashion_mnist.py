@@ -11,8 +11,8 @@ import numpy as np
 
 import pullback
 from pullback.tensor import Tensor
+from pullback.utils.data import Dataset, default_collate
 
-from .dataset import Dataset
 from .idx import read_idx
 
 FASHION_MNIST_ROOT = "/usr/share/datasets/fashion-mnist"
@@ -81,8 +81,6 @@ class MNISTFormat(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> Any:
         if self.transform is not None or self.target_transform is not None:
-            from .loader import default_collate
-
             return default_collate([self[i] for i in indices])
         idx = np.asarray(indices, dtype=np.int64)
         return self._images(idx), pullback.from_numpy(self.targets.array[idx])
