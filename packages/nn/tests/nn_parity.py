@@ -136,3 +136,48 @@ def check_layer(case: Case, dtype: str, torch: Any) -> None:
         t_buffers = dict(theirs.named_buffers())
         for name, b in ours.named_buffers():
             assert_close(b, t_buffers[name], dtype, f"{case.id} buffer {name} ({mode})")
+
+
+@dataclass
+class LossCase:
+    """One loss configuration: ``make(nn, T)`` builds it (``T`` makes a tensor of the framework
+    from a NumPy array, for weights), ``inputs(rng)`` makes the NumPy inputs and
+    ``grad_inputs`` says whose gradients are compared."""
+
+    id: str
+    make: Callable[[Any, Callable[[np.ndarray], Any]], Any]
+    inputs: Callable[[np.random.Generator], list[np.ndarray]]
+    grad_inputs: tuple[int, ...] = (0,)
+
+
+def check_loss(case: LossCase, dtype: str, torch: Any) -> None:
+    """Compare ``case``'s loss in pullback.nn with torch.nn's: value and input gradients."""
+    from pullback import nn
+
+    rng = np.random.default_rng(0)
+    arrays = case.inputs(rng)
+    tdt = getattr(torch, dtype)
+    ours = case.make(nn, lambda a: pullback.tensor(a, dtype=dtype))
+    theirs = case.make(torch.nn, lambda a: torch.tensor(a, dtype=tdt))
+
+    def make_inputs(framework: str) -> list[Any]:
+        out = []
+        for i, a in enumerate(arrays):
+            floating = a.dtype.kind == "f"
+            wants = floating and i in case.grad_inputs
+            if framework == "torch":
+                t = torch.tensor(a, dtype=tdt if floating else torch.int64, requires_grad=wants)
+            else:
+                t = pullback.tensor(a, dtype=dtype if floating else "int64", requires_grad=wants)
+            out.append(t)
+        return out
+
+    ins, t_ins = make_inputs("pullback"), make_inputs("torch")
+    loss, t_loss = ours(*ins), theirs(*t_ins)
+    assert tuple(loss.shape) == tuple(t_loss.shape)
+    assert_close(loss, t_loss, dtype, f"{case.id} value")
+    weights = rng.standard_normal(tuple(t_loss.shape))
+    (loss * pullback.tensor(weights, dtype=dtype)).sum().backward()
+    (t_loss * torch.tensor(weights, dtype=tdt)).sum().backward()
+    for i in case.grad_inputs:
+        assert_close(ins[i].grad, t_ins[i].grad, dtype, f"{case.id} gradient of input {i}")

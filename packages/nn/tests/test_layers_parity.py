@@ -218,13 +218,17 @@ def test_layer_matches_torch(case, dtype):
 
 def test_every_layer_class_is_in_the_table():
     """A layer added to pullback.nn without a parity case fails here."""
+    from nn_cases_layers import CASES as LAYER_CASES
     from nn_cases_windows import CASES as WINDOW_CASES
 
-    tested = {type(c.make(nn)).__name__ for c in CASES + WINDOW_CASES}
+    tested = {type(c.make(nn)).__name__ for c in CASES + WINDOW_CASES + LAYER_CASES}
     from pullback.nn import modules
+    from pullback.nn.modules import transformer
 
     losses = {n for n in modules.__all__ if n.endswith("Loss")}
     not_compared_here = {"Dropout", "TransformerBlock", "MultiHeadAttention"} | losses
+    # compared with every mask and option in test_transformer.py
+    not_compared_here |= set(transformer.__all__)
     # compared with their states and packed sequences in test_recurrent.py
     from pullback.nn.modules import rnn
 

@@ -6,9 +6,6 @@ feeds both the same inputs; a case's id names the loss, its options and the dtyp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
-
 import numpy as np
 import pytest
 
@@ -16,17 +13,9 @@ import pullback
 from pullback import nn
 from pullback.errors import IndexOutOfRangeError, ShapeError
 
-from nn_helpers import assert_close
+from nn_parity import LossCase, check_loss
 
 torch = pytest.importorskip("torch", reason="PyTorch is the numerical oracle of these tests")
-
-
-@dataclass
-class LossCase:
-    id: str
-    make: Callable[[Any, Callable[[np.ndarray], Any]], Any]  # (nn, tensor_maker) -> loss module
-    inputs: Callable[[np.random.Generator], list[np.ndarray]]
-    grad_inputs: tuple[int, ...] = (0,)  # which inputs get compared gradients
 
 
 def logits_and_classes(n=6, c=5, extra=(), ignore=None):
@@ -169,33 +158,7 @@ CASES = [
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_loss_matches_torch(case, dtype):
-    rng = np.random.default_rng(0)
-    arrays = case.inputs(rng)
-    tdt = getattr(torch, dtype)
-    ours = case.make(nn, lambda a: pullback.tensor(a, dtype=dtype))
-    theirs = case.make(torch.nn, lambda a: torch.tensor(a, dtype=tdt))
-
-    def make_inputs(framework):
-        out = []
-        for i, a in enumerate(arrays):
-            floating = a.dtype.kind == "f"
-            wants = floating and i in case.grad_inputs
-            if framework == "torch":
-                t = torch.tensor(a, dtype=tdt if floating else torch.int64, requires_grad=wants)
-            else:
-                t = pullback.tensor(a, dtype=dtype if floating else "int64", requires_grad=wants)
-            out.append(t)
-        return out
-
-    ins, t_ins = make_inputs("pullback"), make_inputs("torch")
-    loss, t_loss = ours(*ins), theirs(*t_ins)
-    assert tuple(loss.shape) == tuple(t_loss.shape)
-    assert_close(loss, t_loss, dtype, f"{case.id} value")
-    weights = rng.standard_normal(tuple(t_loss.shape))
-    (loss * pullback.tensor(weights, dtype=dtype)).sum().backward()
-    (t_loss * torch.tensor(weights, dtype=tdt)).sum().backward()
-    for i in case.grad_inputs:
-        assert_close(ins[i].grad, t_ins[i].grad, dtype, f"{case.id} gradient of input {i}")
+    check_loss(case, dtype, torch)
 
 
 def test_cross_entropy_all_ignored_is_nan_like_torch():

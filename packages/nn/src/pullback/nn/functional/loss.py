@@ -5,7 +5,9 @@ losses through softplus, KL divergence through ``x log x`` with ``0 log 0 = 0``.
 from __future__ import annotations
 
 import math
+import warnings
 
+import numpy as np
 
 import pullback
 from pullback.dispatch import apply
@@ -19,12 +21,27 @@ from .activation import log_softmax
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _check_reduction(where: str, reduction: str, allowed: tuple[str, ...] = _REDUCTIONS) -> None:
+def check_reduction(where: str, reduction: str, allowed: tuple[str, ...] = _REDUCTIONS) -> None:
+    """Raise a ValueError naming ``where`` unless ``reduction`` is one of ``allowed``."""
     if reduction not in allowed:
         raise ValueError(f"{where}: reduction must be one of {allowed}, got {reduction!r}")
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
+def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """The reduction PyTorch's deprecated ``size_average`` and ``reduce`` flags stand for (they
+    override ``reduction`` when either is given)."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce are deprecated, use reduction= instead",
+                  DeprecationWarning, stacklevel=3)
+    if reduce is False:
+        return "none"
+    return "mean" if size_average is None or size_average else "sum"
+
+
+def reduce_(loss: Tensor, reduction: str) -> Tensor:
+    """The mean, the sum, or (``"none"``) the elementwise ``loss``. (The trailing underscore:
+    the losses take PyTorch's deprecated ``reduce`` flag, which would hide the name.)"""
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -38,45 +55,89 @@ def _same_shape(where: str, input: Tensor, target: Tensor) -> None:
                          f"{tuple(target.shape)} must have the same shape")
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Squared error ``(input - target)^2``."""
-    _check_reduction("mse_loss", reduction)
-    _same_shape("mse_loss", input, target)
+def _broadcast(where: str, input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """``input`` and ``target`` broadcast together, with PyTorch's warning when their shapes
+    differ (a (N, 1) prediction against (N,) targets is usually a bug, but PyTorch computes
+    it, and ported scripts reach its numbers only if we do too)."""
+    if tuple(input.shape) == tuple(target.shape):
+        return input, target
+    try:
+        shape = np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    except ValueError:
+        _same_shape(where, input, target)
+        raise
+    warnings.warn(f"{where}: using a target size {tuple(target.shape)} that is different to "
+                  f"the input size {tuple(input.shape)}; they are broadcast to {shape}",
+                  UserWarning, stacklevel=3)
+    return pullback.broadcast_to(input, shape), pullback.broadcast_to(target, shape)
+
+
+def _weighted(where: str, loss: Tensor, weight: Tensor | None, reduction: str,
+              mean_by_weight: bool) -> Tensor:
+    """``loss`` reduced, optionally weighted (the mean divides by the total weight where
+    PyTorch does: MSE and L1; Huber takes the plain mean)."""
+    if weight is None:
+        return reduce_(loss, reduction)
+    if tuple(weight.shape) != tuple(loss.shape):
+        raise ValueError(f"{where}: weights of shape {tuple(weight.shape)} and input of shape "
+                         f"{tuple(loss.shape)} must have the same size")
+    loss = loss * weight
+    if reduction == "mean" and mean_by_weight:
+        return loss.sum() / weight.sum()
+    return reduce_(loss, reduction)
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
+    """Squared error ``(input - target)^2`` (``weight``: per element; the mean divides by its
+    sum)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction("mse_loss", reduction)
+    input, target = _broadcast("mse_loss", input, target)
     diff = input - target
-    return _reduce(diff * diff, reduction)
+    return _weighted("mse_loss", diff * diff, weight, reduction, mean_by_weight=True)
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Absolute error ``|input - target|``."""
-    _check_reduction("l1_loss", reduction)
-    _same_shape("l1_loss", input, target)
-    return _reduce(pullback.abs(input - target), reduction)
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
+    """Absolute error ``|input - target|`` (``weight``: per element; the mean divides by its
+    sum)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction("l1_loss", reduction)
+    input, target = _broadcast("l1_loss", input, target)
+    return _weighted("l1_loss", pullback.abs(input - target), weight, reduction,
+                     mean_by_weight=True)
 
 
-def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
-               delta: float = 1.0) -> Tensor:
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere."""
-    _check_reduction("huber_loss", reduction)
-    _same_shape("huber_loss", input, target)
+    check_reduction("huber_loss", reduction)
+    input, target = _broadcast("huber_loss", input, target)
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
     d = input - target
     ad = pullback.abs(d)
-    return _reduce(pullback.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta)), reduction)
+    loss = pullback.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+    return _weighted("huber_loss", loss, weight, reduction, mean_by_weight=False)
 
 
-def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                   reduce: bool | None = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere (L1 for beta=0)."""
-    _check_reduction("smooth_l1_loss", reduction)
-    _same_shape("smooth_l1_loss", input, target)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction("smooth_l1_loss", reduction)
+    input, target = _broadcast("smooth_l1_loss", input, target)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     d = input - target
     ad = pullback.abs(d)
     if beta == 0:
-        return _reduce(ad, reduction)
-    return _reduce(pullback.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta), reduction)
+        return reduce_(ad, reduction)
+    return reduce_(pullback.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta), reduction)
 
 
 def _classes_last(input: Tensor) -> Tensor:
@@ -121,7 +182,8 @@ def _unbatched(input: Tensor, target: Tensor, soft: bool) -> tuple[Tensor, Tenso
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  ignore_index: int = -100, reduction: str = "mean",
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross-entropy of logits (N, C) or (N, C, d1, ...) or (C,).
 
@@ -131,14 +193,15 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     the total weight of the counted targets, as in PyTorch.
     """
     where = "cross_entropy"
-    _check_reduction(where, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(where, reduction)
     expect_float(where, input)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"{where}: label_smoothing must be in [0, 1], got {label_smoothing}")
     soft = target.dtype.kind in "fV"
     if input.ndim == 1:
-        loss = cross_entropy(*_unbatched(input, target, soft), weight, ignore_index, reduction,
-                             label_smoothing)
+        loss = cross_entropy(*_unbatched(input, target, soft), weight, None, ignore_index, None,
+                             reduction, label_smoothing)
         return loss[0] if reduction == "none" else loss
     c = input.shape[1]
     if weight is not None and tuple(weight.shape) != (c,):
@@ -185,18 +248,21 @@ def _soft_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, re
     if weight is not None:
         terms = terms * weight.reshape((1, c) + (1,) * (input.ndim - 2))
     per_row = -terms.sum(axis=1)
-    return _reduce(per_row, reduction)
+    return reduce_(per_row, reduction)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
-             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities (N, C) or (N, C, d1, ...) at class indices;
     ``"mean"`` divides by the total weight of the counted targets."""
     where = "nll_loss"
-    _check_reduction(where, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(where, reduction)
     expect_float(where, input)
     if input.ndim == 1:
-        loss = nll_loss(*_unbatched(input, target, False), weight, ignore_index, reduction)
+        loss = nll_loss(*_unbatched(input, target, False), weight, None, ignore_index, None,
+                        reduction)
         return loss[0] if reduction == "none" else loss
     flat_target = _class_targets(where, input, target, ignore_index)
     logp = _classes_last(input)
@@ -212,11 +278,13 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     """``-(t log x + (1 - t) log(1 - x))`` for probabilities ``x`` in [0, 1]; logs are clamped
     at -100 as in PyTorch. Prefer :func:`binary_cross_entropy_with_logits` (stable)."""
     where = "binary_cross_entropy"
-    _check_reduction(where, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(where, reduction)
     _same_shape(where, input, target)
     data = input.array
     if data.size and (float(data.min()) < 0 or float(data.max()) > 1):
@@ -227,11 +295,12 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = -(target * log_x + (1.0 - target) * log_1mx)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return reduce_(loss, reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                                     reduction: str = "mean",
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """Logistic loss of logits: ``(1 - t) x + (1 + (pos_weight - 1) t) softplus(-x)``.
 
@@ -239,7 +308,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     ``pos_weight`` weighs positive targets (broadcast along the last axis, as in PyTorch).
     """
     where = "binary_cross_entropy_with_logits"
-    _check_reduction(where, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(where, reduction)
     _same_shape(where, input, target)
     # threshold=inf: the exact log1p form everywhere (the default switches to x above 20,
     # which is off by e^-20 and fails float64 parity).
@@ -249,15 +319,17 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     loss = (1.0 - target) * input + neg_log_sigmoid
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return reduce_(loss, reduction)
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
     """KL divergence with ``input`` as log-probabilities: ``t (log t - input)`` pointwise
     (``0 log 0 = 0``); ``"batchmean"`` divides the sum by the batch size (the true KL)."""
     where = "kl_div"
-    _check_reduction(where, reduction, _REDUCTIONS + ("batchmean",))
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(where, reduction, _REDUCTIONS + ("batchmean",))
     _same_shape(where, input, target)
     if log_target:
         loss = pullback.exp(target) * (target - input)
@@ -267,7 +339,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
         loss = pullback.where(positive, target * pullback.log(safe), 0.0) - target * input
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.ndim else 1)
-    return _reduce(loss, reduction)
+    return reduce_(loss, reduction)
 
 
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False,
@@ -277,7 +349,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
     axis or have size 1 there (one variance per row); it is clamped at ``eps`` for the value,
     while its gradient passes through the clamp unchanged."""
     where = "gaussian_nll_loss"
-    _check_reduction(where, reduction)
+    check_reduction(where, reduction)
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
@@ -293,4 +365,4 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
     loss = 0.5 * (pullback.log(var) + diff * diff / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
-    return _reduce(loss, reduction)
+    return reduce_(loss, reduction)

@@ -1,5 +1,6 @@
-"""Normalization: ``layer_norm`` (the fused op), ``group_norm`` (layer norm over channel
-groups), ``rms_norm`` and ``batch_norm`` (compositions of core ops)."""
+"""Normalization: ``layer_norm`` (the fused op), ``group_norm`` and ``instance_norm`` (layer
+norm over channel groups, over each channel), ``rms_norm``, ``batch_norm``,
+``local_response_norm`` and ``normalize`` (compositions of core ops)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,77 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if bias is not None:
         out = out + bias.reshape(per_channel)
     return out
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each sample's channels of (N, C, *) over their spatial positions (the fused
+    layer norm on (N, C, positions)), then a per-channel affine map. With ``use_input_stats``
+    the running statistics, if given, move towards the batch's mean of the per-instance means
+    and unbiased variances; without, the running statistics normalize instead."""
+    if input.ndim < 3:
+        raise ShapeError(f"instance_norm: expected an input of shape (N, C, ...) with at least "
+                         f"one spatial axis, got {tuple(input.shape)}")
+    n, c = input.shape[:2]
+    per_channel = (1, c) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        flat = input.reshape(n, c, -1)
+        positions = flat.shape[-1]
+        out = apply(LAYER_NORM, flat, None, None, normalized_ndim=1, eps=float(eps))
+        out = out.reshape(tuple(input.shape))
+        if running_mean is not None and running_var is not None:
+            if positions <= 1:
+                raise ValueError(f"instance_norm: expected more than one spatial position per "
+                                 f"channel in training, got input of shape {tuple(input.shape)}")
+            with pullback.no_grad():
+                mean = flat.mean(axis=2)
+                unbiased = pullback.var(flat, axis=2, correction=1)
+                running_mean.copy_(running_mean * (1 - momentum) + mean.mean(axis=0) * momentum)
+                running_var.copy_(running_var * (1 - momentum) + unbiased.mean(axis=0) * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: running statistics are needed without input "
+                             "statistics")
+        out = (input - running_mean.reshape(per_channel)) * pullback.rsqrt(
+            running_var.reshape(per_channel) + eps)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Normalize each channel of (N, C, *) by the mean square of its ``size`` neighbouring
+    channels: ``x / (k + alpha * mean(x^2))^beta`` (AlexNet's, PyTorch's formula)."""
+    from .padding import pad
+    from .pooling import avg_pool2d, avg_pool3d
+
+    if input.ndim < 3:
+        raise ShapeError(f"local_response_norm: expected an input of shape (N, C, ...) with at "
+                         f"least 3 dims, got {tuple(input.shape)}")
+    if input.numel() == 0:
+        return input
+    squares = input * input
+    window = (size // 2, (size - 1) // 2)
+    if input.ndim == 3:
+        padded = pad(squares.unsqueeze(1), (0, 0) + window)
+        mean = avg_pool2d(padded, (size, 1), stride=1).squeeze(1)
+    else:
+        n, c = input.shape[:2]
+        flat = squares.reshape(n, 1, c, input.shape[2], -1)
+        mean = avg_pool3d(pad(flat, (0, 0, 0, 0) + window), (size, 1, 1), stride=1)
+        mean = mean.squeeze(1).reshape(tuple(input.shape))
+    return input / (mean * alpha + k) ** beta
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Any = None) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    if out is not None:
+        raise TypeError("normalize: out= is not supported (assign the result instead)")
+    norm = pullback.norm(input, p, axis=dim, keepdims=True)
+    return input / pullback.clamp(norm, min=eps)

@@ -1,19 +1,29 @@
 """The layer classes of pullback.nn, one module per family."""
 
 from .activation import (
-    ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh,
+    CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
+    LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d,
+    Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
 )
 from .attention import MultiHeadAttention, MultiheadAttention
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .dropout import Dropout
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import (
+    AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
+)
 from .embedding import Embedding
 from .fold import Fold, Unfold
 from .linear import Bilinear, Linear
 from .loss import (
-    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, GaussianNLLLoss, HuberLoss, KLDivLoss, L1Loss,
-    MSELoss, NLLLoss, SmoothL1Loss,
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, CTCLoss, GaussianNLLLoss,
+    HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
+    MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss,
+    SmoothL1Loss, SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss,
 )
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .normalization import (
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
+    InstanceNorm3d, LayerNorm, LocalResponseNorm, RMSNorm,
+)
 from .padding import (
     CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
     ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
@@ -27,7 +37,10 @@ from .pooling import (
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .shape import Flatten, Identity, Unflatten
-from .transformer import TransformerBlock
+from .transformer import (
+    Transformer, TransformerBlock, TransformerDecoder, TransformerDecoderLayer,
+    TransformerEncoder, TransformerEncoderLayer,
+)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -49,6 +62,19 @@ __all__ = [
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
     "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+    # activations, dropout, normalization, distances
+    "AlphaDropout", "BatchNorm3d", "CELU", "CosineSimilarity", "Dropout1d", "Dropout2d",
+    "Dropout3d", "FeatureAlphaDropout", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish",
+    "Hardtanh", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
+    "LogSigmoid", "Mish", "PReLU", "PairwiseDistance", "RReLU", "ReLU6", "SELU", "Softmax2d",
+    "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold",
+    # losses
+    "CTCLoss", "CosineEmbeddingLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+    "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
+    "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
     # recurrent
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
+    # transformer
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer",
 ]

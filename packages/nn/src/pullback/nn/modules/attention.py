@@ -1,5 +1,6 @@
-"""``MultiheadAttention`` with PyTorch's parameters (``in_proj_weight``, ``out_proj``...) and
-forward semantics (``batch_first``, ``key_padding_mask``, ``attn_mask``, ``need_weights``)."""
+"""``MultiheadAttention`` with PyTorch's constructor, parameters (``in_proj_weight``,
+``out_proj``, ``bias_k``...) and forward semantics (``batch_first``, ``key_padding_mask``,
+``attn_mask``, ``need_weights``, ``add_bias_kv``, ``add_zero_attn``)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,12 @@ class MultiheadAttention(Module):
         num_heads: number of heads; must divide ``embed_dim``.
         dropout: dropout on the attention weights (training only).
         bias: biases on the input and output projections.
-        batch_first: inputs are (N, L, E) instead of (L, N, E).
+        add_bias_kv: learned vectors ``bias_k``/``bias_v`` appended to the keys and values
+            (one more source position, which every query may attend).
+        add_zero_attn: a zero key and value appended after the projections (likewise).
         kdim, vdim: widths of keys and values (default E); when they differ from E the
             projections are separate parameters (``q_proj_weight``...), as in PyTorch.
+        batch_first: inputs are (N, L, E) instead of (L, N, E).
 
     ``forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
     average_attn_weights=True, is_causal=False)`` returns ``(output, weights or None)``. Bool
@@ -38,7 +42,8 @@ class MultiheadAttention(Module):
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 batch_first: bool = False, kdim: int | None = None, vdim: int | None = None,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False,
+                 kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if embed_dim % num_heads:
@@ -66,11 +71,17 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(pullback.empty(1, 1, embed_dim, **kw))
+            self.bias_v = Parameter(pullback.empty(1, 1, embed_dim, **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
-        """PyTorch's: xavier_uniform projections, zero biases (out_proj keeps Linear's init for
-        its weight)."""
+        """PyTorch's: xavier_uniform projections, zero biases, xavier_normal ``bias_k`` and
+        ``bias_v`` (out_proj keeps Linear's init for its weight)."""
         if self._qkv_same_embed_dim:
             init.xavier_uniform_(self.in_proj_weight)
         else:
@@ -79,6 +90,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, ...]:
         e = self.embed_dim
@@ -114,10 +128,21 @@ class MultiheadAttention(Module):
         tgt_len, n, _ = query.shape
         src_len = key.shape[0]
         q, k, v = self._project(query, key, value)
+        extra_keys = 0  # appended by add_bias_kv and add_zero_attn: every query sees them
+        if self.bias_k is not None:
+            k = pullback.cat([k, self.bias_k.expand(1, n, self.embed_dim)], axis=0)
+            v = pullback.cat([v, self.bias_v.expand(1, n, self.embed_dim)], axis=0)
+            extra_keys += 1
         h, d = self.num_heads, self.head_dim
         # (L, N, E) -> (N, H, L, d)
         q, k, v = (t.reshape(t.shape[0], n, h, d).permute(1, 2, 0, 3) for t in (q, k, v))
+        if self.add_zero_attn:
+            zeros = pullback.zeros(n, h, 1, d, dtype=k.dtype, device=k.device)
+            k, v = pullback.cat([k, zeros], axis=2), pullback.cat([v, zeros], axis=2)
+            extra_keys += 1
         bias = self._bias(attn_mask, key_padding_mask, is_causal, q, n, tgt_len, src_len)
+        if bias is not None and extra_keys:
+            bias = pullback.pad(bias, [0, extra_keys])
         p = self.dropout if self.training else 0.0
         scale = 1.0 / math.sqrt(d)
         weights = None

@@ -116,6 +116,12 @@ def _reversed_padding(padding: Any, kernel: tuple[int, ...],
 class _Conv(_ConvNd):
     _function: Any = None
 
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+
     def forward(self, input: Tensor) -> Tensor:
         function = type(self)._function
         if self.padding_mode != "zeros":

@@ -1,5 +1,6 @@
-"""Normalization layers: ``BatchNorm1d``, ``BatchNorm2d``, ``LayerNorm``, ``RMSNorm``,
-``GroupNorm`` (PyTorch's parameters, buffers and defaults)."""
+"""Normalization layers: ``BatchNorm1d``/``2d``/``3d``, ``LayerNorm``, ``RMSNorm``,
+``GroupNorm``, ``InstanceNorm1d``/``2d``/``3d``, ``LocalResponseNorm`` (PyTorch's parameters,
+buffers and defaults)."""
 
 from __future__ import annotations
 
@@ -33,11 +34,11 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
+                 dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        _affine(self, (num_features,), affine, affine, device, dtype)
+        _affine(self, (num_features,), affine, affine and bias, device, dtype)
         if track_running_stats:
             kw = {"device": device, "dtype": dtype}
             self.register_buffer("running_mean", pullback.zeros(num_features, **kw))
@@ -139,17 +140,98 @@ class GroupNorm(Module):
     """Normalize (N, C, *) over groups of channels, then a per-channel affine map."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 device: Any = None, dtype: Any = None) -> None:
+                 device: Any = None, dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
         if num_channels % num_groups:
             raise ValueError(f"GroupNorm: num_groups ({num_groups}) must divide num_channels "
                              f"({num_channels})")
         self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
                                                                      eps, affine)
-        _affine(self, (num_channels,), affine, affine, device, dtype)
+        _affine(self, (num_channels,), affine, affine and bias, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W) per channel."""
+
+    _ndims = (5,)
+
+
+class _InstanceNorm(Module):
+    """Instance normalization (PyTorch's defaults: no affine map, no running statistics)."""
+
+    _ndims = 3  # the batched input's dims
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _affine(self, (num_features,), affine, affine and bias, device, dtype)
+        kw = {"device": device, "dtype": dtype}
+        if track_running_stats:
+            self.register_buffer("running_mean", pullback.zeros(num_features, **kw))
+            self.register_buffer("running_var", pullback.ones(num_features, **kw))
+            self.register_buffer("num_batches_tracked",
+                                 pullback.zeros((), dtype="int64", device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input: Tensor) -> Tensor:
+        name = type(self).__name__
+        expect_ndim(name, input, (self._ndims - 1, self._ndims))
+        if input.ndim == self._ndims - 1:  # one unbatched sample
+            return self.forward(input.unsqueeze(0))[0]
+        if self.affine and input.shape[1] != self.num_features:
+            from pullback.errors import ShapeError
+
+            raise ShapeError(f"{name}: expected {self.num_features} channels (axis 1), got input "
+                             f"of shape {tuple(input.shape)}")
+        use_input_stats = self.training or not self.track_running_stats
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
+                               self.bias, use_input_stats,
+                               0.0 if self.momentum is None else self.momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of (N, C, L) or (C, L)."""
+
+    _ndims = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of (N, C, H, W) or (C, H, W)."""
+
+    _ndims = 4
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of (N, C, D, H, W) or (C, D, H, W)."""
+
+    _ndims = 5
+
+
+class LocalResponseNorm(Module):
+    """Normalize each channel by its ``size`` neighbouring channels' mean square."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -191,7 +191,8 @@ class RNNBase(Module):
         else:
             states = list(hx) if is_lstm else [hx]
             if len(states) != len(shapes):
-                raise ArgumentError(f"{where}: hx should be {'an (h_0, c_0) pair' if is_lstm else 'a tensor'}")
+                wanted = "an (h_0, c_0) pair" if is_lstm else "a tensor"
+                raise ArgumentError(f"{where}: hx should be {wanted}")
             expected_ndim = 3 if batched else 2
             for s in states:
                 if s.ndim != expected_ndim:
