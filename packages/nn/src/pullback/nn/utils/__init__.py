@@ -1,6 +1,22 @@
 """``pullback.nn.utils`` (PyTorch's ``torch.nn.utils``): helpers around the layers, one
-submodule per subject (``rnn``: packed and padded sequences)."""
+submodule per subject (``rnn``: packed and padded sequences; ``convert_parameters``: parameters
+as one vector). ``clip_grad_norm_`` and ``clip_grad_value_`` are pullback.optim's (gradient
+clipping belongs to the optimizer step), reached here under PyTorch's names."""
 
-from . import rnn
+from typing import Any
 
-__all__ = ["rnn"]
+from . import convert_parameters, rnn
+from .convert_parameters import parameters_to_vector, vector_to_parameters
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "convert_parameters", "parameters_to_vector",
+           "rnn", "vector_to_parameters"]
+
+_FROM_OPTIM = ("clip_grad_norm_", "clip_grad_value_")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_OPTIM:  # imported when used: pullback-nn does not require pullback-optim
+        from pullback.optim import clip
+
+        return getattr(clip, name)
+    raise AttributeError(f"module 'pullback.nn.utils' has no attribute '{name}'")
