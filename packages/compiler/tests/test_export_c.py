@@ -15,8 +15,7 @@ import pullback as pb
 import pullback.nn as nn
 from c_export_cases import run_case
 from export_battery import MODELS, build, eager_outputs, mismatches
-from pullback.compiler import ExportError, export_c, trace
-from pullback.compiler._c99 import cortex_m, program
+from pullback.compiler import ExportError, cortex_m4_unavailable, export_c, trace
 from pullback.compiler._c99.arena import Buffer, plan
 from pullback.compiler._c99.build import compiler
 from pullback.testing.isolation import Workers
@@ -167,11 +166,11 @@ def test_a_standalone_program_through_the_single_entry_point(tmp_path):
     assert "void gpt(const int64_t *PULLBACK_RESTRICT in, float *PULLBACK_RESTRICT out);" in \
         export.header.read_text()
     samples = [[x.numpy() for x in inputs], [np.flip(inputs[0].numpy(), 1).copy()]]
-    exe = program.build_native_program(export, samples, tmp_path)
-    printed = program.parse_outputs(program.run_program(exe), export, 2)
+    run = export.run_native(samples, repeats=3)
     second = (pb.tensor(samples[1][0]),)
-    assert mismatches(printed[0], eager_outputs(model, inputs)) is None
-    assert mismatches(printed[1], eager_outputs(model, second)) is None
+    assert mismatches(run.outputs[0], eager_outputs(model, inputs)) is None
+    assert mismatches(run.outputs[1], eager_outputs(model, second)) is None
+    assert run.time_ns > 0 and run.cpu_time_ns > 0
 
 
 def test_an_op_without_a_c99_rule_is_named_with_the_line(tmp_path):
@@ -181,14 +180,13 @@ def test_an_op_without_a_c99_rule_is_named_with_the_line(tmp_path):
 
 @pytest.mark.parametrize("model", ["mlp", "lenet"])
 def test_the_mlp_and_the_cnn_on_an_emulated_cortex_m4(model, tmp_path):
-    why = cortex_m.unavailable()
+    why = cortex_m4_unavailable()
     if why:
         pytest.skip(why)
     net, inputs = build(model)
     export = export_c(net, inputs, tmp_path, name=model)
-    built = cortex_m.build(export, [[x.numpy() for x in inputs]], tmp_path)
-    printed = program.parse_outputs(cortex_m.run(built.elf), export, 1)[0]
-    assert mismatches(printed, eager_outputs(net, inputs)) is None
+    run = export.run_cortex_m4([[x.numpy() for x in inputs]])
+    assert mismatches(run.outputs[0], eager_outputs(net, inputs)) is None
     # the model's flash holds its weights; its RAM is the arena (and nothing else)
-    assert built.model.flash >= export.weight_bytes
-    assert built.model.bss == export.arena_bytes and built.model.data == 0
+    assert run.model_sizes.flash >= export.weight_bytes
+    assert run.model_sizes.bss == export.arena_bytes and run.model_sizes.data == 0

@@ -11,7 +11,7 @@
 
 from pullback.plugins import ensure_registered as _ensure_registered
 
-from ._c99 import CExport, export_c
+from ._c99 import CExport, ProgramRun, cortex_m4_unavailable, export_c
 from ._capture import trace
 from ._compiled import CompiledFunction, compile
 from ._executor import lower, run_graph
@@ -26,7 +26,8 @@ _ensure_registered("pullback.compiler._plugin", "compiler", "pullback-compiler")
 
 __all__ = [
     "CExport", "CompileError", "CompiledFunction", "DataDependentError", "ExportError", "Graph",
-    "GraphBreakWarning", "Node", "Placeholder", "RecompileWarning", "TraceError", "Value",
-    "compile", "export_c", "export_onnx", "lower", "optimize", "run_graph", "to_dot", "trace",
+    "GraphBreakWarning", "Node", "Placeholder", "ProgramRun", "RecompileWarning", "TraceError",
+    "Value", "compile", "cortex_m4_unavailable", "export_c", "export_onnx", "lower", "optimize",
+    "run_graph", "to_dot", "trace",
 ]
 

@@ -18,9 +18,11 @@ import numpy as np
 
 from .._export import EXPORT_PIPELINE, inference_graph
 from .._ir import Graph
+from . import cortex_m, program
 from .build import STRICT_FLAGS, CLibrary, build_shared
 from .emitter import Emitter
 from .names import Namer, c_identifier
+from .program import ProgramRun
 from .writer import header_text, source_text
 
 # the export pipeline, then the elementwise chains as fused loops and products with their
@@ -72,6 +74,37 @@ class CExport:
         """Build (see :meth:`build`) and load with ctypes: ``library(*arrays)`` returns the
         outputs as NumPy arrays."""
         return CLibrary(self.build(**build_options), self.name, self.inputs, self.outputs)
+
+    def run_native(self, samples: Sequence[Sequence[np.ndarray]], repeats: int = 0,
+                   flags: Sequence[str] = STRICT_FLAGS, openmp: bool = False) -> ProgramRun:
+        """Compile a standalone program (``<name>_main.c`` next to the source: the samples
+        are static arrays in it, the outputs printed) with the host compiler, run it, and
+        parse what it printed. ``samples[s][i]`` is input ``i`` of sample ``s``; with
+        ``repeats`` > 0 the program also times that many calls on the first sample."""
+        exe = program.build_native_program(self, samples, self.source.parent, repeats, flags,
+                                           openmp)
+        return program.run_parsed(self, exe, program.run_program(exe), len(samples))
+
+    def run_cortex_m4(self, samples: Sequence[Sequence[np.ndarray]],
+                      out_dir: str | Path | None = None) -> ProgramRun:
+        """The same program cross-compiled for a Cortex-M4F (``arm-none-eabi-gcc``, newlib)
+        and run on QEMU's MPS2-AN386 board, printing through semihosting; the result has the
+        model's and the program's flash and RAM. A RuntimeError says what is missing when the
+        tools are not installed (see :func:`cortex_m4_unavailable`)."""
+        why = cortex_m.unavailable()
+        if why is not None:
+            raise RuntimeError(f"the Cortex-M4 target is unavailable: {why}")
+        folder = Path(out_dir) if out_dir is not None else self.source.parent / "cortex_m4"
+        built = cortex_m.build(self, samples, folder)
+        run = program.run_parsed(self, built.elf, cortex_m.run(built.elf), len(samples))
+        run.model_sizes, run.program_sizes = built.model, built.program
+        return run
+
+
+def cortex_m4_unavailable() -> str | None:
+    """Why :meth:`CExport.run_cortex_m4` cannot run here (a missing tool and the Debian
+    packages that have it), or None when it can."""
+    return cortex_m.unavailable()
 
 
 def export_c(module_or_graph: Any, example_inputs: Any, out_dir: str | Path,

@@ -16,7 +16,8 @@ from .emitter import C99_RULE, KernelBuilder, where
 from .layout import MOVEMENT_OPS, cat_rule, movement_rule, reduce_rule, take_rule
 from .linalg import epilogue_rule, linear_rule, matmul_rule
 from .normalize import attention_rule, layer_norm_rule, softmax_rule
-from .window import avg_pool2d_rule, conv2d_rule, max_pool2d_rule
+from .conv import conv2d_rule
+from .window import avg_pool2d_rule, max_pool2d_rule
 
 C99Rule = Callable[[Node, KernelBuilder], None]
 

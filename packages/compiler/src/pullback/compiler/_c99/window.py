@@ -1,9 +1,10 @@
 """Sliding-window kernels: ``nn.conv2d`` (groups, stride, padding, dilation) and 2-d max and
 average pooling (the 1-d layers are 2-d ones of height 1 in pullback's graphs).
 
-The convolution is direct (no im2col buffer, which would cost a microcontroller its RAM): for
-each output channel, input channel and kernel tap, the tap's weight times the shifted input
-plane is added to the output plane. The output rows and columns a tap reaches inside the input
+The direct convolution (any stride; stride 1 has the faster form of :mod:`.conv`) needs no
+im2col buffer, which would cost a microcontroller its RAM: for each output channel, input
+channel and kernel tap, the tap's weight times the shifted input plane is added to the output
+plane. The output rows and columns a tap reaches inside the input
 are computed at export time (tables of ``[lo, hi)`` per tap), so the inner loop has no bounds
 test and runs along a contiguous row when the stride is 1.
 
@@ -34,7 +35,8 @@ def _reach(out_size: int, in_size: int, stride: int, before: int, dilation: int,
     return table
 
 
-def conv2d_rule(node: Node, k: KernelBuilder) -> None:
+def direct_conv2d_rule(node: Node, k: KernelBuilder) -> None:
+    """Any ``nn.conv2d`` (strides above 1 come here; stride 1 is :mod:`.conv`'s)."""
     x, weight = node.inputs[:2]
     bias = node.inputs[2] if len(node.inputs) > 2 else None
     out = node.output
