@@ -8,6 +8,7 @@ ports unchanged. It draws from PCG64, as the CPU backend's own generator.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ class Generator(np.random.Generator):
 
     def seed(self) -> int:
         """Restart from a fresh non-deterministic seed and return it."""
-        seed = int(np.random.SeedSequence().entropy) % (1 << 63)
+        seed = secrets.randbits(63)
         self.manual_seed(seed)
         return seed
 

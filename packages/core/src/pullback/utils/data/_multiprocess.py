@@ -8,8 +8,8 @@ import builtins
 import json
 import multiprocessing
 import time
-from multiprocessing.connection import wait
-from typing import Any, Iterator
+from multiprocessing.connection import Connection, wait
+from typing import Any, Iterator, cast
 
 from ._workers import END, ERROR, decode_reply, worker_main
 
@@ -86,6 +86,7 @@ class MultiProcessIterator:
             self._send_next()
 
     def _send_next(self) -> None:
+        task: dict[str, Any]
         if self.tasks is not None:
             indices = next(self.tasks, None)
             if indices is None:
@@ -124,7 +125,7 @@ class MultiProcessIterator:
         waiting = {self.pool.connections[w] for w in self.outstanding.values()}
         started = time.monotonic()
         while True:
-            ready = wait(list(waiting), timeout=_POLL_SECONDS)
+            ready = cast(list[Connection], wait(list(waiting), timeout=_POLL_SECONDS))
             if ready:
                 break
             self.pool.check_alive()

@@ -64,6 +64,8 @@ class DataLoader:
         self.generator = np.random.default_rng(generator) if isinstance(generator, int) \
             else generator
         self.shuffle = bool(shuffle)
+        self.sampler: Any
+        self.batch_sampler: Any
         if isinstance(dataset, IterableDataset):
             self.sampler = self.batch_sampler = None
         else:
@@ -107,7 +109,7 @@ class DataLoader:
             yield collate(batch)
 
     def _index_tasks(self) -> Iterator[Any]:
-        source = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        source: Any = self.batch_sampler if self.batch_sampler is not None else self.sampler
         for indices in source:
             yield [int(i) for i in indices] if self.batch_sampler is not None else int(indices)
 

@@ -16,7 +16,7 @@ def _generator(generator: Any) -> np.random.Generator:
         return np.random.default_rng(generator) if isinstance(generator, int) else generator
     from pullback.backends import Device
 
-    return Device("cpu").backend.generator()  # type: ignore[no-any-return]
+    return Device("cpu").backend.generator()
 
 
 class Sampler:
@@ -61,8 +61,8 @@ class RandomSampler(Sampler):
             return iter(gen.integers(0, n, size=self.num_samples).tolist())
         # Without replacement, num_samples > n walks whole permutations, as PyTorch.
         rounds = -(-self.num_samples // n) if n else 0
-        order = np.concatenate([gen.permutation(n) for _ in range(rounds)]) if rounds else []
-        return iter(np.asarray(order, dtype=np.int64)[:self.num_samples].tolist())
+        order = np.concatenate([gen.permutation(n) for _ in range(rounds)] or [np.zeros(0, int)])
+        return iter(order[:self.num_samples].tolist())
 
     def __len__(self) -> int:
         return self.num_samples
