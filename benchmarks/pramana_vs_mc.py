@@ -18,6 +18,7 @@ only error is Monte Carlo's. Writes docs/pramana/mc.csv and docs/pramana/mc.png.
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import math
 import os
@@ -43,6 +44,8 @@ def monte_carlo(model: nn.Module, x: np.ndarray, samples: int, seed: int, noise_
     masks drawn fresh each time), in chunks of at most ``chunk_rows`` rows."""
     rng = np.random.default_rng(seed)
     pullback.manual_seed(seed)
+    if dtype == np.float64:  # the reference: a float64 copy of the model (nn refuses mixed dtypes)
+        model = copy.deepcopy(model).double()
     model.train()  # dropout active
     total = np.zeros((len(x), 10))
     total2 = np.zeros((len(x), 10))

@@ -24,6 +24,7 @@ from ._activations import (
 from ._linear import DistributionalConv2d, DistributionalLinear
 from ._loss import GaussianNLLLoss
 from ._module import DistributionalModule
+from ._monte_carlo import SampledMoments, monte_carlo
 from ._propagate import MomentPropagation, moment_rule, propagate, register_moment_rule
 from ._smooth import register_smooth
 from ._tensor import DistributionalTensor, as_distributional
@@ -32,6 +33,7 @@ __all__ = [
     "DistributionalAvgPool2d", "DistributionalConv2d", "DistributionalDropout",
     "DistributionalLeakyReLU", "DistributionalLinear", "DistributionalMaxPool2d",
     "DistributionalModule", "DistributionalReLU", "DistributionalSmooth", "DistributionalTensor",
-    "GaussianNLLLoss", "MomentPropagation", "VarianceFloor", "__version__", "as_distributional",
-    "functional", "moment_rule", "propagate", "register_moment_rule", "register_smooth",
+    "GaussianNLLLoss", "MomentPropagation", "SampledMoments", "VarianceFloor", "__version__",
+    "as_distributional", "functional", "moment_rule", "monte_carlo", "propagate",
+    "register_moment_rule", "register_smooth",
 ]
