@@ -30,7 +30,15 @@ from .reduce import (
     all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, prod, std,
     sum, sum_to, var,
 )
-from . import products, special_elementwise
+from . import products, scans, sort as sorting, special_elementwise
+from .scans import (
+    aminmax, count_nonzero, cummax, cummin, cumprod, logcumsumexp, nanmean, nansum, std_mean,
+    var_mean,
+)
+from .sort import (
+    argsort, argwhere, bucketize, kthvalue, masked_select, median, mode, nanmedian, nonzero,
+    quantile, searchsorted, sort, topk, unique,
+)
 from .products import (
     addcdiv, addcmul, addmm, addmv, baddbmm, bmm, cross, inner, kron, mm, mv, tensordot,
 )
@@ -86,5 +94,5 @@ TENSOR_METHODS = (
     "bitwise_left_shift", "bitwise_right_shift", "type_as", "new_zeros", "new_ones", "new_full",
     "new_empty", "new_tensor", "is_floating_point", "t", "expand_as", "view_as", "reshape_as",
     # The ops ported code needs beyond these, each module listing its own.
-    *special_elementwise.METHODS, *products.METHODS,
+    *special_elementwise.METHODS, *products.METHODS, *scans.METHODS, *sorting.METHODS,
 )
