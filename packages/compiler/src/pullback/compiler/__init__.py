@@ -6,7 +6,7 @@
   optimized graph with no per-op Python dispatch.
 * :mod:`pullback.compiler.passes`: the registered graph passes and :func:`optimize`.
 * :func:`export_c` writes a model as self-contained C99 (down to a microcontroller);
-  :func:`export_onnx` as an ONNX file.
+  :func:`export_onnx` as an ONNX file, and :func:`import_onnx` loads one as a Module.
 """
 
 from pullback.plugins import ensure_registered as _ensure_registered
@@ -18,16 +18,17 @@ from ._executor import lower, run_graph
 from ._format import to_dot
 from ._ir import Graph, Node, Placeholder, Value
 from ._onnx import export_onnx
+from ._onnx.importer import import_onnx
 from .errors import (CompileError, DataDependentError, ExportError, GraphBreakWarning,
-                     RecompileWarning, TraceError)
+                     OnnxImportError, RecompileWarning, TraceError)
 from .passes import optimize
 
 _ensure_registered("pullback.compiler._plugin", "compiler", "pullback-compiler")
 
 __all__ = [
     "CExport", "CompileError", "CompiledFunction", "DataDependentError", "ExportError", "Graph",
-    "GraphBreakWarning", "Node", "Placeholder", "ProgramRun", "RecompileWarning", "TraceError",
-    "Value", "compile", "cortex_m4_unavailable", "export_c", "export_onnx", "lower", "optimize",
-    "run_graph", "to_dot", "trace",
+    "GraphBreakWarning", "Node", "OnnxImportError", "Placeholder", "ProgramRun",
+    "RecompileWarning", "TraceError", "Value", "compile", "cortex_m4_unavailable", "export_c",
+    "export_onnx", "import_onnx", "lower", "optimize", "run_graph", "to_dot", "trace",
 ]
 

@@ -31,3 +31,9 @@ class ExportError(CompileError):
     """A graph that an exporter (C99, ONNX) cannot write: an op without a rule for it, a dtype
     or a shape it does not handle, a graph that is not pure inference. The message names the op
     and the user's line."""
+
+
+class OnnxImportError(CompileError):
+    """An ONNX model that :func:`pullback.compiler.import_onnx` cannot load: an operator without
+    a pullback form, or a form of one it does not handle. The message names the operator, its
+    node and the model's opset."""
