@@ -4,7 +4,9 @@ test_parity_layers.py through :func:`nn_parity.check_layer`)."""
 from __future__ import annotations
 
 
-from nn_parity import Case, normal
+import numpy as np
+
+from nn_parity import Case, normal, ints
 
 
 def kinks(*points, shape=(4, 6)):
@@ -95,4 +97,50 @@ CASES += [
          normal(3, 4, scale=0.1)),
     Case("F.pdist", functional("pdist"), normal(5, 3)),
     Case("F.pdist-p1", functional("pdist", p=1.0), normal(4, 3)),
+]
+
+
+def bags(high, sizes, weights=False, last=False):
+    """A 1-d input of bags of ``sizes`` (empty ones too), its offsets (with the end appended
+    for ``include_last_offset``) and optionally per-sample weights."""
+    def make(rng):
+        total = int(sum(sizes))
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        if last:
+            offsets = np.append(offsets, total)
+        out = [rng.integers(0, high, total), offsets.astype(np.int64)]
+        return out + [rng.standard_normal(total)] if weights else out
+    return make
+
+
+def repeated(high, *shape):
+    """Indices with repeats (for scale_grad_by_freq) and the padding index 0 among them."""
+    def make(rng):
+        x = rng.integers(0, high, shape)
+        x.reshape(-1)[:3] = [0, 1, 1]
+        return [x]
+    return make
+
+
+CASES += [
+    Case("Embedding-max_norm", lambda m: m.Embedding(7, 4, max_norm=1.5), ints(7, 3, 5)),
+    Case("Embedding-max_norm-p1", lambda m: m.Embedding(7, 4, max_norm=2.0, norm_type=1.0),
+         ints(7, 6)),
+    Case("Embedding-scale_grad_by_freq-padding", lambda m: m.Embedding(
+        5, 3, padding_idx=0, scale_grad_by_freq=True), repeated(5, 4, 6)),
+    Case("Embedding-from_pretrained", lambda m: m.Embedding.from_pretrained(
+        m.Embedding(6, 3).weight.detach() * 0 + 1, freeze=False), ints(6, 4)),
+    Case("EmbeddingBag-mean-2d", lambda m: m.EmbeddingBag(8, 3), ints(8, 4, 5)),
+    Case("EmbeddingBag-sum-offsets-empty-bag", lambda m: m.EmbeddingBag(8, 3, mode="sum"),
+         bags(8, [3, 0, 4, 1])),
+    Case("EmbeddingBag-max-offsets", lambda m: m.EmbeddingBag(8, 3, mode="max"),
+         bags(8, [2, 4, 0, 3])),
+    Case("EmbeddingBag-sum-per_sample_weights-last-offset", lambda m: m.EmbeddingBag(
+        9, 2, mode="sum", include_last_offset=True), bags(9, [3, 2, 4], weights=True, last=True)),
+    # scale_grad_by_freq is in test_layer_api.py: torch 2.13's CPU EmbeddingBag divides by the
+    # wrong counts (pytorch/pytorch#190063)
+    Case("EmbeddingBag-mean-padding-max_norm", lambda m: m.EmbeddingBag(
+        5, 4, padding_idx=0, max_norm=1.0), repeated(5, 3, 6)),
+    Case("EmbeddingBag-max-padding", lambda m: m.EmbeddingBag(5, 4, mode="max", padding_idx=1),
+         repeated(5, 3, 4)),
 ]

@@ -18,9 +18,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is the reference of these t
 
 # Layers whose constructor still differs from PyTorch's, each with the work that owns it; the
 # test fails once one matches, so that the entry is removed.
-NOT_YET = {
-    "Embedding": "issue 28a (max_norm, scale_grad_by_freq, sparse)",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _default(value):
@@ -127,3 +125,35 @@ def test_gumbel_softmax_samples_the_categorical_distribution():
     assert set(np.unique(np.asarray(hard.detach()))) == {0.0, 1.0}
     hard[:, 2].sum().backward()  # straight-through: the soft sample's gradient
     assert np.isfinite(np.asarray(logits.grad)).all() and np.abs(np.asarray(logits.grad)).sum() > 0
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_scales_gradients_by_the_true_frequency(mode):
+    """Each row's gradient divided by its index's count in the batch, as nn.Embedding (and
+    PyTorch's CUDA kernel) do; torch 2.13's CPU EmbeddingBag divides some rows by another
+    index's count (pytorch/pytorch#190063), so the oracle is its unscaled gradient over the
+    counts."""
+    idx = np.array([0, 1, 1, 2, 1, 3, 3])
+    offsets = np.array([0, 3, 5])
+    weight = np.random.default_rng(0).standard_normal((5, 3))
+    ours = nn.EmbeddingBag(5, 3, mode=mode, scale_grad_by_freq=True, padding_idx=0,
+                           _weight=pullback.tensor(weight))
+    ours(pullback.tensor(idx), pullback.tensor(offsets)).sum().backward()
+    theirs = torch.nn.EmbeddingBag(5, 3, mode=mode, padding_idx=0,
+                                   _weight=torch.tensor(weight))
+    theirs(torch.tensor(idx), torch.tensor(offsets)).sum().backward()
+    counts = np.maximum(np.bincount(idx, minlength=5), 1)[:, None]
+    np.testing.assert_allclose(np.asarray(ours.weight.grad), theirs.weight.grad.numpy() / counts,
+                               rtol=1e-12)
+
+
+def test_embedding_max_norm_renormalizes_the_weight_in_place_like_torch():
+    weight = np.random.default_rng(1).standard_normal((6, 4)) * 2
+    ours = nn.Embedding.from_pretrained(pullback.tensor(weight), max_norm=1.0)
+    theirs = torch.nn.Embedding.from_pretrained(torch.tensor(weight), max_norm=1.0)
+    idx = np.array([[0, 2], [2, 5]])
+    ours(pullback.tensor(idx))
+    theirs(torch.tensor(idx))
+    np.testing.assert_allclose(np.asarray(ours.weight.detach()), theirs.weight.detach().numpy(),
+                               rtol=1e-12)
+    assert not ours.weight.requires_grad  # from_pretrained freezes by default

@@ -17,7 +17,7 @@ from .distance import cosine_similarity, one_hot, pairwise_distance, pdist
 from .dropout import (
     alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
 )
-from .embedding import embedding
+from .embedding import embedding, embedding_bag
 from .fold import channel_shuffle, fold, pixel_shuffle, pixel_unshuffle, unfold
 from .interpolate import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .linear import bilinear, linear
@@ -43,7 +43,8 @@ from .sampling import affine_grid, grid_sample
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "conv1d", "conv2d", "conv_transpose2d", "cross_entropy",
-    "dropout", "elu", "embedding", "gaussian_nll_loss", "gelu", "group_norm", "hardtanh", "huber_loss",
+    "dropout", "elu", "embedding", "embedding_bag", "gaussian_nll_loss", "gelu", "group_norm",
+    "hardtanh", "huber_loss",
     "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d",
     "mse_loss", "nll_loss", "relu", "rms_norm", "scaled_dot_product_attention", "sigmoid",
     "silu", "smooth_l1_loss", "softmax", "softplus", "tanh",

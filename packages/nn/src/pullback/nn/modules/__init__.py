@@ -11,7 +11,7 @@ from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import (
     AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
 )
-from .embedding import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .fold import Fold, Unfold
 from .linear import Bilinear, Linear
 from .loss import (
@@ -46,7 +46,7 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
     "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss",
-    "Dropout", "ELU", "Embedding", "Flatten", "GELU", "GaussianNLLLoss", "GroupNorm",
+    "Dropout", "ELU", "Embedding", "EmbeddingBag", "Flatten", "GELU", "GaussianNLLLoss", "GroupNorm",
     "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
     "LogSoftmax", "MSELoss", "MaxPool2d", "MultiHeadAttention", "MultiheadAttention", "NLLLoss",
     "RMSNorm", "ReLU", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh",

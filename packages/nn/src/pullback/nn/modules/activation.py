@@ -11,6 +11,7 @@ from pullback.tensor import Tensor
 from .. import functional as F
 from ..module import Module
 from ..parameter import Parameter
+from .attention import MultiheadAttention  # noqa: F401 (where torch.nn.modules.activation has it)
 
 
 class _Inplace(Module):

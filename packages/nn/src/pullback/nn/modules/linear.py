@@ -12,6 +12,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from .shape import Identity  # noqa: F401 (where torch.nn.modules.linear has it)
 
 
 def _factory(device: Any, dtype: Any) -> dict[str, Any]:
