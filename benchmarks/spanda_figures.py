@@ -41,7 +41,8 @@ def setting(row: dict[str, str]) -> str:
         f", hidden {row['hidden']}, batch {row['batch']}"
     clock = "CPU time" if row["clock"] == "cpu" else "wall clock"
     thread = "thread" if row["threads"] == "1" else "threads"
-    return f"{row['encoding']}{size}; {row['threads']} {thread}, {clock}"
+    what = "LIF loop alone" if row["encoding"] == "current" else f"{row['encoding']} input"
+    return f"{what}{size}; {row['threads']} {thread}, {clock}"
 
 
 def step_figures(rows: list[dict[str, str]], path: str) -> None:
