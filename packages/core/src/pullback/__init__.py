@@ -30,12 +30,13 @@ from ._ops import (  # noqa: E402
 )
 from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
     acos, acosh, addcdiv, addcmul, addmm, addmv, allclose, aminmax, arccos, arcsin, arctan,
-    arctan2, argsort, argwhere, asin, asinh, atan, atan2, atanh, baddbmm, bmm, bucketize,
-    copysign, cosh, count_nonzero, cross, cummax, cummin, cumprod, exp2, hypot, inner, isclose,
-    isneginf, isposinf, kron, kthvalue, lerp, log10, log2, logaddexp, logaddexp2, logcumsumexp,
-    masked_select, median, mm, mode, mv, nan_to_num, nanmean, nanmedian, nansum, nonzero,
-    quantile, searchsorted, sinc, sinh, sort, std_mean, tan, tensordot, topk, unique, var_mean,
-    xlogy,
+    arctan2, argsort, argwhere, asin, asinh, atan, atan2, atanh, atleast_1d, atleast_2d,
+    atleast_3d, baddbmm, bmm, broadcast_tensors, bucketize, copysign, cosh, count_nonzero, cross,
+    cummax, cummin, cumprod, diag, diagonal, exp2, hsplit, hypot, inner, isclose, isneginf,
+    isposinf, kron, kthvalue, lerp, log10, log2, logaddexp, logaddexp2, logcumsumexp,
+    masked_select, median, mm, mode, movedim, mv, nan_to_num, nanmean, nanmedian, nansum, narrow,
+    nonzero, quantile, repeat_interleave, rot90, searchsorted, sinc, sinh, sort, std_mean, tan,
+    tensor_split, tensordot, topk, unflatten, unique, var_mean, vsplit, xlogy,
 )
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402
