@@ -144,3 +144,37 @@ CASES += [
     Case("EmbeddingBag-max-padding", lambda m: m.EmbeddingBag(5, 4, mode="max", padding_idx=1),
          repeated(5, 3, 4)),
 ]
+
+
+def symmetric(m):
+    """A parametrization written against either framework's API: the symmetric matrix of the
+    upper triangle (PyTorch's tutorial example)."""
+    class Symmetric(m.Module):
+        def forward(self, x):
+            return x.triu() + x.triu(1).mT
+    return Symmetric()
+
+
+def parametrized(make_layer, name, parametrization):
+    return lambda m: m.utils.parametrize.register_parametrization(
+        make_layer(m), name, parametrization(m))
+
+
+CASES += [
+    # parametrizations (state_dict keys, gradients of the originals, the power iteration's
+    # buffers u and v in training and evaluation)
+    Case("weight_norm-Linear", lambda m: m.utils.parametrizations.weight_norm(m.Linear(5, 3)),
+         normal(4, 5)),
+    Case("weight_norm-Conv2d-dim1", lambda m: m.utils.parametrizations.weight_norm(
+        m.Conv2d(2, 3, 3), dim=1), normal(1, 2, 5, 5)),
+    Case("weight_norm-Linear-dim-None", lambda m: m.utils.parametrizations.weight_norm(
+        m.Linear(3, 2), dim=None), normal(4, 3)),
+    Case("spectral_norm-Linear", lambda m: m.utils.parametrizations.spectral_norm(
+        m.Linear(5, 4)), normal(3, 5), ("train", "eval")),
+    Case("spectral_norm-ConvTranspose2d-3-iterations", lambda m: (
+        m.utils.parametrizations.spectral_norm(m.ConvTranspose2d(2, 3, 2),
+                                               n_power_iterations=3)),
+         normal(1, 2, 3, 3), ("train", "eval")),
+    Case("register_parametrization-symmetric", parametrized(
+        lambda m: m.Linear(4, 4), "weight", symmetric), normal(3, 4)),
+]
