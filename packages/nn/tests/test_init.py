@@ -132,3 +132,47 @@ def test_other_layer_defaults():
         assert set(_values(layer.weight)) == {1.0} and set(_values(layer.bias)) == {0.0}
     bn = nn.BatchNorm2d(3)
     assert set(_values(bn.running_mean)) == {0.0} and set(_values(bn.running_var)) == {1.0}
+
+
+def test_every_torch_initializer_exists_with_its_signature():
+    torch = pytest.importorskip("torch")
+    import inspect
+
+    names = [n for n, v in vars(torch.nn.init).items() if inspect.isfunction(v)
+             and v.__module__ == "torch.nn.init" and not n.startswith("_")]
+    assert len(names) > 20
+    for name in names:
+        if name.endswith("_") or name == "calculate_gain":
+            theirs = list(inspect.signature(getattr(torch.nn.init, name)).parameters)
+        else:  # a deprecated alias (torch's takes *args, **kwargs): the function it stands for
+            theirs = list(inspect.signature(getattr(torch.nn.init, name + "_")).parameters)
+        assert list(inspect.signature(getattr(init, name)).parameters) == theirs, name
+
+
+@pytest.mark.parametrize("shape,groups", [((4, 4, 3), 1), ((6, 2, 3, 2), 2), ((2, 5, 3, 3, 3), 1),
+                                          ((6, 3, 1, 4), 3)])
+def test_dirac_matches_torch(shape, groups):
+    torch = pytest.importorskip("torch")
+    ours = init.dirac_(pullback.empty(*shape), groups)
+    theirs = torch.nn.init.dirac_(torch.empty(*shape), groups)
+    np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
+    with pytest.raises(ValueError, match="divisible by groups"):
+        init.dirac_(pullback.empty(5, 2, 3), 2)
+
+
+def test_sparse_zeroes_the_same_count_in_every_column():
+    pullback.manual_seed(0)
+    t = init.sparse_(pullback.empty(400, 300), sparsity=0.3, std=0.05)
+    values = np.asarray(t)
+    assert ((values == 0).sum(axis=0) == 120).all()  # ceil(0.3 * 400) per column
+    kept = values[values != 0]
+    assert abs(kept.std() - 0.05) < 0.002 and abs(kept.mean()) < 0.002
+    # which rows are zeroed differs between columns (a permutation per column)
+    assert len({tuple(np.flatnonzero(values[:, j] == 0)) for j in range(10)}) == 10
+
+
+def test_deprecated_names_warn_and_fill():
+    t = pullback.empty(3, 3)
+    with pytest.warns(FutureWarning, match="nn.init.eye_"):
+        assert init.eye(t) is t
+    np.testing.assert_array_equal(np.asarray(t), np.eye(3))

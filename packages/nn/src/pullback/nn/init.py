@@ -177,8 +177,75 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
     return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
 
 
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-d convolution weight with the Dirac delta: each of the first
+    ``min(out/groups, in)`` output channels of every group passes its input channel through
+    (a 1 at the kernel's centre), so the convolution starts as the identity."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ShapeError(f"dirac_: expected a 3-, 4- or 5-d tensor, got shape "
+                         f"{tuple(tensor.shape)}")
+    if groups < 1 or tensor.shape[0] % groups:
+        raise ValueError(f"dirac_: dim 0 ({tensor.shape[0]}) must be divisible by groups "
+                         f"({groups})")
+    per_group = tensor.shape[0] // groups
+    values = np.zeros(tuple(tensor.shape))
+    centre = tuple(size // 2 for size in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(per_group, tensor.shape[1])):
+            values[(g * per_group + d, d) + centre] = 1.0
+    return _fill(tensor, values)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
+    """Fill a 2-d tensor with N(0, std^2) samples and zero ``ceil(sparsity * rows)`` randomly
+    chosen entries of each column (Martens, 2010)."""
+    if tensor.ndim != 2:
+        raise ShapeError(f"sparse_: expected a 2-d tensor, got shape {tuple(tensor.shape)}")
+    rows, cols = tensor.shape
+    zeros_per_column = int(math.ceil(sparsity * rows))
+    xp = tensor.device.backend.xp
+    values = _draw(tensor, generator, "normal", 0.0, std, size=(rows, cols))
+    # one uniform key per entry, sorted down each column: a random permutation of its rows
+    keys = _draw(tensor, generator, "random", size=(rows, cols), dtype=np.float64)
+    dropped = xp.argsort(keys, axis=0)[:zeros_per_column]
+    values[dropped, xp.arange(cols)[None, :]] = 0
+    return _fill(tensor, values)
+
+
+def _deprecated(new: Any) -> Any:
+    """PyTorch's old names without the trailing underscore: the same function, with its
+    FutureWarning."""
+    import functools
+    import warnings
+
+    old = new.__name__[:-1]
+
+    @functools.wraps(new)
+    def fill(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    fill.__name__ = fill.__qualname__ = old
+    return fill
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+
 __all__ = [
-    "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_",
-    "ones_", "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_",
-    "zeros_",
+    "calculate_gain", "constant", "constant_", "dirac", "dirac_", "eye", "eye_",
+    "kaiming_normal", "kaiming_normal_", "kaiming_uniform", "kaiming_uniform_", "normal",
+    "normal_", "ones_", "orthogonal", "orthogonal_", "sparse", "sparse_", "trunc_normal_",
+    "uniform", "uniform_", "xavier_normal", "xavier_normal_", "xavier_uniform",
+    "xavier_uniform_", "zeros_",
 ]
