@@ -12,10 +12,10 @@ import pytest
 
 import pullback as pb
 from pullback import nn
-from pullback.dp import PER_SAMPLE_LAYERS, GradSampleModule, PrivacyUsageError
+from pullback.dp import PER_SAMPLE_LAYERS, GradSampleModule, ModuleValidator, PrivacyUsageError
 from pullback.func._pytree import tree_flatten
 
-from test_nn_layers import LAYERS
+from func_nn_layers import LAYERS
 
 BATCH = 3
 
@@ -24,9 +24,9 @@ def floats(out: Any) -> list[pb.Tensor]:
     return [o for o in tree_flatten(out)[0] if isinstance(o, pb.Tensor) and o.dtype.kind == "f"]
 
 
-def weighted_sum(out: Any, weights: list[np.ndarray]) -> pb.Tensor:
-    """A loss that is a sum over samples: <out, w> over every float output."""
-    return sum((o * pb.tensor(w)).sum() for o, w in zip(floats(out), weights))
+def weighted_sum(out: Any, weights: list[np.ndarray | None]) -> pb.Tensor:
+    """A loss that is a sum over samples: <out, w> over every float output (None: unused)."""
+    return sum((o * pb.tensor(w)).sum() for o, w in zip(floats(out), weights) if w is not None)
 
 
 def loop_reference(module: nn.Module, inputs: list[pb.Tensor],
@@ -36,7 +36,7 @@ def loop_reference(module: nn.Module, inputs: list[pb.Tensor],
     for i in range(inputs[0].shape[0]):
         module.zero_grad()
         out = module(*[x[i:i + 1] for x in inputs])
-        weighted_sum(out, [w[i:i + 1] for w in weights]).backward()
+        weighted_sum(out, [None if w is None else w[i:i + 1] for w in weights]).backward()
         grads.append({k: p.grad.numpy().copy() for k, p in module.named_parameters()
                       if p.grad is not None})
     return grads
@@ -76,20 +76,27 @@ def test_every_registered_layer_matches_a_loop(name: str) -> None:
     entries = catalogue_entries(PER_SAMPLE_LAYERS[name])
     assert entries, f"no input for {name} in pullback.func's layer catalogue"
     rng = np.random.default_rng(0)
+    checked = 0
     for entry in entries:
         make, makers = LAYERS[entry]
         pb.manual_seed(0)
         module = make().double()
+        if not ModuleValidator.is_valid(module):  # a configuration pullback.dp refuses
+            continue
+        checked += 1
         # each maker gives one sample with a leading batch dim of its own: stack BATCH of them
         inputs = [pb.tensor(np.concatenate([m(rng) for _ in range(BATCH)])) for m in makers]
         outputs = floats(module(*inputs))
-        weights = [rng.standard_normal(tuple(o.shape)) for o in outputs]
+        # outputs whose dim 0 is not the batch (an RNN's final state) stay out of the loss
+        weights = [rng.standard_normal(tuple(o.shape)) if o.shape[0] == inputs[0].shape[0]
+                   else None for o in outputs]
         want = loop_reference(module, inputs, weights)
         got = per_sample(GradSampleModule(module, loss_reduction="sum", chunk_size=2), inputs,
                          weights)  # in chunks of two samples
         rows = inputs[0].shape[0]
         assert all(g.shape[0] == rows for g in got.values())
         assert_matches(got, want, entry)
+    assert checked, f"every catalogue entry of {name} is a configuration pullback.dp refuses"
 
 
 def test_a_cnn_with_dropout_replays_the_forward_masks() -> None:
@@ -190,6 +197,15 @@ def test_a_model_that_mixes_samples_is_refused() -> None:
     model = GradSampleModule(module)
     (model(pb.randn(5, 3)) ** 2).mean().backward()
     with pytest.raises(PrivacyUsageError, match="mixes samples of a batch"):
+        taken(model)
+
+
+def test_a_loss_of_an_output_not_batched_along_dim_0_is_refused() -> None:
+    """An LSTM's final state is (layers, batch, hidden): its dim 0 is not the sample dim."""
+    model = GradSampleModule(nn.LSTM(3, 4, batch_first=True))
+    out, (h, c) = model(pb.randn(5, 2, 3))
+    (out.sum() + h.sum()).backward()
+    with pytest.raises(PrivacyUsageError, match=r"output 1 of the model, of shape \(1, 5, 4\)"):
         taken(model)
 
 

@@ -86,9 +86,20 @@ def test_every_nn_layer_with_parameters_is_covered() -> None:
     parameters of its own is either in PER_SAMPLE_LAYERS (whose members test_dp_per_sample.py
     checks against a loop) or has a validator of its own: none falls through to 'no per-sample
     rule'."""
-    from test_nn_layers import LAYERS
+    from func_nn_layers import LAYERS
 
     covered = set(PER_SAMPLE_LAYERS.values()) | set(VALIDATORS)
     layers = [make() for make, _ in LAYERS.values()]
     missing = sorted({type(m).__name__ for m in layers if m._parameters and type(m) not in covered})
     assert len(layers) > 30 and not missing
+
+
+def test_time_major_recurrent_layers_and_tracked_instance_norm_are_refused() -> None:
+    model = nn.Sequential(nn.LSTM(3, 4), nn.InstanceNorm1d(4, track_running_stats=True))
+    issues = ModuleValidator.validate(model)
+    assert [(i.path, i.layer) for i in issues] == [("0", "LSTM"), ("1", "InstanceNorm1d")]
+    assert "batch_first=True" in issues[0].fix and "track_running_stats=False" in issues[1].fix
+    assert ModuleValidator.is_valid(nn.Sequential(nn.GRU(3, 4, batch_first=True),
+                                                  nn.InstanceNorm1d(4, affine=True)))
+    assert ModuleValidator.validate(nn.BatchNorm3d(4))[0].layer == "BatchNorm3d"
+    assert isinstance(ModuleValidator.fix(nn.BatchNorm3d(4)), nn.GroupNorm)

@@ -1,13 +1,14 @@
 """Every layer of pullback.nn under the transforms, through batching and jvp rules of its own
 ops (no layer runs through the loop fallback): vmap against a loop over samples, per-sample
 gradients (vmap(grad) through functional_call) against a loop of backward passes, jvp against
-finite differences. The catalogue must name every Module that pullback.nn exports."""
+finite differences; per-sample gradients of the layers that have a PyTorch twin against
+torch.func. The catalogue (func_nn_layers.py) must name every Module that pullback.nn exports."""
 
 from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,70 +19,10 @@ from pullback.func._pytree import tree_flatten
 
 nn = pytest.importorskip("pullback.nn")
 
+from func_nn_layers import (  # noqa: E402
+    LAYERS, NOT_LAYERS, REFUSED, TORCH_FUNC_FAILS, TORCH_TWINS)
+
 B = 3
-
-
-def _f(*shape: int) -> Callable[[np.random.Generator], np.ndarray]:
-    return lambda rng: rng.standard_normal(shape)
-
-
-def _pos(*shape: int) -> Callable[[np.random.Generator], np.ndarray]:
-    return lambda rng: rng.uniform(0.1, 0.9, shape)
-
-
-def _i(high: int, *shape: int) -> Callable[[np.random.Generator], np.ndarray]:
-    return lambda rng: rng.integers(0, high, shape)
-
-
-# name -> (module factory, per-sample input makers). Each sample has a leading N dim of its own
-# where the layer wants one, so that the batch of vmap is a dim on top of the layer's batch.
-LAYERS: dict[str, tuple[Callable[[], Any], list[Callable[[np.random.Generator], Any]]]] = {
-    "Linear": (lambda: nn.Linear(4, 3), [_f(2, 4)]),
-    "LoRALinear": (lambda: nn.LoRALinear(4, 3, r=2), [_f(2, 4)]),
-    "Bilinear": (lambda: nn.Bilinear(3, 4, 2), [_f(2, 3), _f(2, 4)]),
-    "Conv2d": (lambda: nn.Conv2d(2, 3, 3, padding=1), [_f(1, 2, 5, 5)]),
-    "Conv2d-grouped-strided": (lambda: nn.Conv2d(4, 6, 3, stride=2, groups=2), [_f(2, 4, 7, 7)]),
-    "Conv1d": (lambda: nn.Conv1d(2, 3, 3), [_f(1, 2, 7)]),
-    "ConvTranspose2d": (lambda: nn.ConvTranspose2d(2, 3, 3, stride=2), [_f(1, 2, 4, 4)]),
-    "MaxPool2d": (lambda: nn.MaxPool2d(2), [_f(1, 2, 4, 4)]),
-    "AvgPool2d": (lambda: nn.AvgPool2d(2, padding=1), [_f(1, 2, 4, 4)]),
-    "AdaptiveAvgPool2d": (lambda: nn.AdaptiveAvgPool2d(2), [_f(1, 2, 5, 5)]),
-    "ReLU": (nn.ReLU, [_f(2, 5)]), "LeakyReLU": (nn.LeakyReLU, [_f(2, 5)]),
-    "GELU": (nn.GELU, [_f(2, 5)]), "SiLU": (nn.SiLU, [_f(2, 5)]), "Tanh": (nn.Tanh, [_f(2, 5)]),
-    "Sigmoid": (nn.Sigmoid, [_f(2, 5)]), "Softplus": (nn.Softplus, [_f(2, 5)]),
-    "ELU": (nn.ELU, [_f(2, 5)]),
-    "Softmax": (lambda: nn.Softmax(dim=-1), [_f(2, 5)]),
-    "LogSoftmax": (lambda: nn.LogSoftmax(dim=1), [_f(2, 5)]),
-    "MultiheadAttention": (lambda: nn.MultiheadAttention(4, 2, batch_first=True),
-                           [_f(1, 3, 4), _f(1, 5, 4), _f(1, 5, 4)]),
-    "TransformerBlock": (lambda: nn.TransformerBlock(4, 2, dim_feedforward=8, dropout=0.0),
-                         [_f(1, 3, 4)]),
-    "Dropout": (lambda: nn.Dropout(0.5).eval(), [_f(2, 5)]),
-    "Embedding": (lambda: nn.Embedding(6, 3), [_i(6, 2, 4)]),
-    "LayerNorm": (lambda: nn.LayerNorm(5), [_f(2, 5)]),
-    "RMSNorm": (lambda: nn.RMSNorm(5), [_f(2, 5)]),
-    "GroupNorm": (lambda: nn.GroupNorm(2, 4), [_f(2, 4, 3)]),
-    "BatchNorm1d": (lambda: nn.BatchNorm1d(3).eval(), [_f(2, 3)]),
-    "BatchNorm2d": (lambda: nn.BatchNorm2d(3).eval(), [_f(2, 3, 2, 2)]),
-    "Identity": (nn.Identity, [_f(2, 5)]),
-    "Flatten": (nn.Flatten, [_f(2, 3, 2)]),
-    "Unflatten": (lambda: nn.Unflatten(1, (2, 3)), [_f(2, 6)]),
-    "MSELoss": (nn.MSELoss, [_f(2, 3), _f(2, 3)]),
-    "L1Loss": (nn.L1Loss, [_f(2, 3), _f(2, 3)]),
-    "HuberLoss": (nn.HuberLoss, [_f(2, 3), _f(2, 3)]),
-    "SmoothL1Loss": (nn.SmoothL1Loss, [_f(2, 3), _f(2, 3)]),
-    "CrossEntropyLoss": (nn.CrossEntropyLoss, [_f(2, 5), _i(5, 2)]),
-    "CrossEntropyLoss-smoothing": (lambda: nn.CrossEntropyLoss(label_smoothing=0.1),
-                                   [_f(2, 5), _i(5, 2)]),
-    "NLLLoss": (nn.NLLLoss, [_f(2, 5), _i(5, 2)]),
-    "BCELoss": (nn.BCELoss, [_pos(2, 3), _pos(2, 3)]),
-    "BCEWithLogitsLoss": (nn.BCEWithLogitsLoss, [_f(2, 3), _pos(2, 3)]),
-    "KLDivLoss": (lambda: nn.KLDivLoss(reduction="batchmean"), [_f(2, 3), _pos(2, 3)]),
-    "GaussianNLLLoss": (nn.GaussianNLLLoss, [_f(2, 3), _f(2, 3), _pos(2, 3)]),
-}
-
-# Modules that are bases or containers, not layers with a computation of their own.
-NOT_LAYERS = {"Module", "Sequential", "ModuleList", "ModuleDict", "Parameter"}
 
 
 def test_catalogue_names_every_layer() -> None:
@@ -89,6 +30,7 @@ def test_catalogue_names_every_layer() -> None:
                 and issubclass(obj, nn.Module) and not name.startswith("_")
                 and name not in NOT_LAYERS}
     covered = {type(make()) for make, _ in LAYERS.values()}
+    covered |= {type(make()) for make, _, _ in REFUSED.values()}
     missing = sorted(cls.__name__ for cls in exported - covered)
     assert not missing, f"layers without a transform test: {missing}"
 
@@ -193,3 +135,83 @@ def test_attention_with_batched_boolean_masks() -> None:
     for i in range(3):
         want = F.scaled_dot_product_attention(q[i], q[i], q[i], attn_mask=mask[i])
         np.testing.assert_allclose(got.numpy()[i], want.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(TORCH_TWINS))
+def test_per_sample_gradients_match_torch_func(name) -> None:
+    torch = pytest.importorskip("torch")
+    module, samples = _setup(name)
+    twin = TORCH_TWINS[name](torch.nn).double()
+    params = {k: v.detach() for k, v in module.named_parameters()}
+    twin.load_state_dict({k: torch.tensor(v.numpy()) for k, v in params.items()}, strict=False)
+    batched = [np.stack([s[k] for s in samples]) for k in range(len(samples[0]))]
+
+    def ours(p, *xs):
+        return _scalar(functional_call(module, p, xs))
+
+    def theirs(p, *xs):
+        outs = torch.func.functional_call(twin, p, xs)
+        leaves = [o for o in torch.utils._pytree.tree_leaves(outs) if o.is_floating_point()]
+        return sum(o.sum() for o in leaves)
+
+    got = vmap(grad(ours), in_dims=(None,) + (0,) * len(batched))(
+        params, *[pb.tensor(x) for x in batched])
+    twin_params = dict(twin.named_parameters())
+    if name in TORCH_FUNC_FAILS:  # a loop of torch backward passes instead (see the catalogue)
+        rows = [torch.autograd.grad(theirs(twin_params, *[torch.tensor(x[b]) for x in batched]),
+                                    list(twin_params.values())) for b in range(B)]
+        want = {k: torch.stack([r[i] for r in rows]) for i, k in enumerate(twin_params)}
+    else:
+        want = torch.func.vmap(torch.func.grad(theirs), in_dims=(None,) + (0,) * len(batched))(
+            twin_params, *[torch.tensor(x) for x in batched])
+    assert set(got) == set(want)
+    for k in got:
+        np.testing.assert_allclose(got[k].numpy(), want[k].detach().numpy(), rtol=1e-9,
+                                   atol=1e-11, err_msg=f"{name} {k}")
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_refused_layers_raise_a_clear_error(name) -> None:
+    make, makers, reason = REFUSED[name]
+    module = make().double()
+    rng = np.random.default_rng(0)
+    batched = [pb.tensor(np.stack([m(rng) for _ in range(B)])) for m in makers]
+    with pytest.raises(pb.errors.PullbackError, match=reason):
+        vmap(lambda *xs: module(*xs))(*batched)
+
+
+@pytest.mark.parametrize("name", ["LSTM-bidirectional-projected", "GRU", "RNNCell"])
+def test_recurrent_layers_with_per_sample_weights(name) -> None:
+    """vmap over models: the batched-weights path of nn.recurrent_layer's batching rule."""
+    module, samples = _setup(name)
+    params = {k: v.detach().numpy() for k, v in module.named_parameters()}
+    scales = [1.0, 0.7, 1.3]
+    stacked = {k: pb.tensor(np.stack([v * s for s in scales])) for k, v in params.items()}
+    batched = [pb.tensor(np.stack([s[k] for s in samples])) for k in range(len(samples[0]))]
+    got = _floats(vmap(lambda p, *xs: functional_call(module, p, xs))(stacked, *batched))
+    for b, s in enumerate(scales):
+        own = {k: pb.tensor(v * s) for k, v in params.items()}
+        want = _floats(functional_call(module, own, tuple(pb.tensor(x) for x in samples[b])))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.detach().numpy()[b], w.detach().numpy(), rtol=1e-10,
+                                       atol=1e-12, err_msg=f"{name} sample {b}")
+
+
+def test_packed_sequences_under_vmap_and_per_sample_gradients() -> None:
+    """Packed sequences carry per-element lengths: the batching rule repeats them per sample."""
+    pack = nn.utils.rnn.pack_padded_sequence
+    module = nn.LSTM(3, 4).double()
+    params = {k: v.detach() for k, v in module.named_parameters()}
+    xs = np.random.default_rng(5).standard_normal((B, 4, 2, 3))
+
+    def loss(p, x):
+        out, (h, c) = functional_call(module, p, (pack(x, [4, 2], enforce_sorted=False),))
+        return (out.data ** 2).sum() + h.sum() + c.sum()
+
+    per_sample = vmap(grad(loss), in_dims=(None, 0))(params, pb.tensor(xs))
+    for b in range(B):
+        module.zero_grad()
+        loss(dict(module.named_parameters()), pb.tensor(xs[b])).backward()
+        for k, p in module.named_parameters():
+            np.testing.assert_allclose(per_sample[k].numpy()[b], p.grad.numpy(), rtol=1e-9,
+                                       atol=1e-11, err_msg=f"{k} sample {b}")

@@ -78,7 +78,10 @@ def check_per_sample_rule(path: str, module: nn.Module) -> list[ModuleIssue]:
         f"otherwise freeze its parameters (requires_grad_(False)) or replace it.")]
 
 
-@register_validator(nn.BatchNorm1d, nn.BatchNorm2d)
+_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+@register_validator(*_BATCH_NORMS)
 def check_batch_norm(path: str, module: nn.Module) -> list[ModuleIssue]:
     """BatchNorm in training mode normalizes each sample with statistics of the whole batch."""
     if not module.training:  # frozen running statistics: each sample on its own
@@ -99,10 +102,44 @@ def _batch_norm_to_group_norm(module: nn.Module) -> nn.Module:
     return nn.GroupNorm(math.gcd(32, channels), channels, affine=module.affine)
 
 
-FIXERS[nn.BatchNorm1d] = FIXERS[nn.BatchNorm2d] = _batch_norm_to_group_norm
+for _norm in _BATCH_NORMS:
+    FIXERS[_norm] = _batch_norm_to_group_norm
 
-for _layer in (nn.Linear, nn.Bilinear, nn.LoRALinear, nn.Conv1d, nn.Conv2d, nn.ConvTranspose2d,
-               nn.Embedding, nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.MultiheadAttention):
+_RECURRENT = (nn.RNNBase, nn.RNN, nn.LSTM, nn.GRU)
+
+
+@register_validator(*_RECURRENT)
+def check_recurrent(path: str, module: nn.Module) -> list[ModuleIssue]:
+    """pullback.dp takes dim 0 of every input as the sample dim; a recurrent layer reads
+    (T, N, features) unless it is batch-first."""
+    if module.batch_first:
+        return []
+    return [ModuleIssue(
+        path, type(module).__name__,
+        "it reads its input as (time, batch, features), but per-sample gradients are taken "
+        "along dim 0 of every input.",
+        "construct it with batch_first=True (inputs of shape (batch, time, features)).")]
+
+
+_INSTANCE_NORMS = (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
+
+
+@register_validator(*_INSTANCE_NORMS)
+def check_instance_norm(path: str, module: nn.Module) -> list[ModuleIssue]:
+    """InstanceNorm normalizes each sample on its own; tracked running statistics, though, are
+    updated with the whole batch in the forward pass and then not replayed per sample."""
+    if not module.track_running_stats or not module.training:
+        return []
+    return [ModuleIssue(
+        path, type(module).__name__,
+        "it updates running statistics from the whole batch in training mode.",
+        "construct it with track_running_stats=False (the default), or use GroupNorm.")]
+
+
+for _layer in (nn.Linear, nn.Bilinear, nn.LoRALinear, nn.Conv1d, nn.Conv2d, nn.Conv3d,
+               nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Embedding,
+               nn.EmbeddingBag, nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.MultiheadAttention,
+               nn.PReLU, nn.RNNCell, nn.LSTMCell, nn.GRUCell, *_RECURRENT, *_INSTANCE_NORMS):
     register_per_sample_layer(_layer)
 
 

@@ -151,7 +151,8 @@ def backward(tape: Tape, roots: list[tuple[int, Any]], wanted: list[int]) -> lis
         g = cts.pop(ident, None)
         if g is None:
             continue
-        rule = op._grad
+        # An op whose grad rule needs pullback's own tape has a "vjp" rule for the transforms.
+        rule = op.rules.get("vjp") or op._grad
         if rule is None:
             raise AutogradError(f"op '{op.name}' has no grad rule (it is not differentiable)")
         F = tensor_namespace if _differentiated_again(g, values) else first_order_namespace

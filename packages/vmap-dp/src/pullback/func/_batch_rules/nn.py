@@ -15,6 +15,7 @@ from pullback.dispatch import apply
 from pullback.registry import Op, get_op
 from pullback.tensor import Tensor
 
+from .._reference import NN_REFERENCES, batch_via_reference
 from .fallback import loop_fallback
 from ._util import align_front, front, materialize, move_dim, pad_after_batch, reshape, shift_axis
 
@@ -158,6 +159,26 @@ def _cross_entropy(op: Op, args: Any, bdims: Any, size: int, /, ignore_index: in
     return reshape(out, (size, -1)), 0
 
 
+_recurrent_via_reference = batch_via_reference("nn.recurrent_layer",
+                                               NN_REFERENCES["nn.recurrent_layer"])
+
+
+def _recurrent_layer(op: Op, args: Any, bdims: Any, size: int, /, *, mode: str,
+                     reverse: bool = False, lengths: tuple[int, ...] | None = None) -> Any:
+    """Shared weights: the batch joins the layer's own batch (dim 1 of ``x``, dim 0 of the
+    states), one kernel call. Per-sample weights: vmap of the step-by-step reference."""
+    attrs = {"mode": mode, "reverse": reverse}
+    if any(b is not None for b in bdims[3:]):
+        return _recurrent_via_reference(op, args, bdims, size, lengths=lengths, **attrs)
+    x, h0, c0 = args[:3]
+    x = move_dim(materialize(x, bdims[0], size), 0, 1)  # (T, V, B, I)
+    x = reshape(x, (x.shape[0], size * x.shape[2], x.shape[3]))
+    c0 = None if c0 is None else _fold(c0, bdims[2], size)
+    joined = None if lengths is None else tuple(lengths) * size  # sample v's rows come v-th
+    out = apply(op, x, _fold(h0, bdims[1], size), c0, *args[3:], lengths=joined, **attrs)
+    return reshape(out, (out.shape[0], size, out.shape[1] // size, out.shape[2])), 1
+
+
 def _window_rules(rank: int) -> dict[str, Any]:
     conv, max_pool, avg_pool = (f"nn.conv{rank}d", f"nn.max_pool{rank}d",
                                 f"nn.avg_pool{rank}d")
@@ -178,4 +199,8 @@ RULES = {
     # First-order backward only (core's raw-array backward, which never runs on batched
     # tensors; the transforms differentiate layer_norm through its grad rule's F ops).
     "nn.layer_norm_backward": loop_fallback,
+    "nn.recurrent_layer": _recurrent_layer,
+    # First-order backward only, on raw arrays with the forward's saved buffers: the transforms
+    # never reach it (their reverse pass uses nn.recurrent_layer's "vjp" rule).
+    "nn.recurrent_layer_backward": loop_fallback,
 }

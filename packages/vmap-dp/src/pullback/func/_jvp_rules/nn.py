@@ -8,6 +8,8 @@ from typing import Any
 from pullback.dispatch import apply
 from pullback.registry import get_op
 
+from .._reference import NN_REFERENCES, jvp_via_reference
+
 
 def _nn(name: str) -> Any:
     op = get_op(name)
@@ -162,4 +164,5 @@ RULES = {
     "nn.im2col": _linear_op("nn.im2col"), "nn.col2im": _linear_op("nn.col2im"),
     "nn.softmax": _softmax, "nn.log_softmax": _log_softmax, "nn.cross_entropy": _cross_entropy,
     "nn.layer_norm": _layer_norm, "nn.scaled_dot_product_attention": _attention,
+    **{name: jvp_via_reference(name, get) for name, get in NN_REFERENCES.items()},
 }
