@@ -20,26 +20,16 @@ import functools
 import os
 
 from _common import emit, peak_memory
+from _sutra_fields import MLP64
 
 import pullback
-from pullback import nn
 from pullback.sutra import odeint, odeint_adjoint
 
 STEPS = (10, 100, 1000, 10000)
 SEED_CLAIM = "strictly O(1) memory regardless of integration depth"
 
 
-class Field(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
-                                 nn.Linear(64, 2))
-
-    def forward(self, t, y):
-        return self.net(y)
-
-
-def training_step(solve, field: Field, y0: pullback.Tensor, steps: int) -> None:
+def training_step(solve, field: MLP64, y0: pullback.Tensor, steps: int) -> None:
     field.zero_grad()
     y = solve(field, y0, pullback.tensor([0.0, 1.0]), method="rk4",
               options={"step_size": 1.0 / steps})
@@ -51,7 +41,7 @@ def main() -> None:
     parser.add_argument("--out", default=os.path.join("docs", "sutra"))
     args = parser.parse_args()
     pullback.manual_seed(0)
-    field, y0 = Field(), pullback.randn(16, 2)
+    field, y0 = MLP64(), pullback.randn(16, 2)
     rows = []
     for steps in STEPS:
         peaks = {}

@@ -18,11 +18,11 @@ from __future__ import annotations
 import importlib
 
 from _nn_bench import report, same_weights, time_pair, torch_module
+from _sutra_fields import MLP64, Spiral
 
 import numpy as np
 
 import pullback
-from pullback import nn
 from pullback.sutra import odeint_adjoint
 
 TARGET = 1.0
@@ -74,14 +74,6 @@ def cases(torch, torchdiffeq):
     rng = np.random.default_rng(1)
     x_np = rng.standard_normal((32, 2)).astype(np.float32)
 
-    class Spiral(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = nn.Sequential(nn.Linear(2, 50), nn.Tanh(), nn.Linear(50, 2))
-
-        def forward(self, t, y):
-            return self.net(y ** 3)
-
     class TorchSpiral(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -90,15 +82,6 @@ def cases(torch, torchdiffeq):
 
         def forward(self, t, y):
             return self.net(y ** 3)
-
-    class MLP(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
-                                     nn.Linear(64, 2))
-
-        def forward(self, t, y):
-            return self.net(y)
 
     class TorchMLP(torch.nn.Module):
         def __init__(self) -> None:
@@ -114,7 +97,7 @@ def cases(torch, torchdiffeq):
         ("spiral", Spiral, TorchSpiral, y0_np, t_np, {"rtol": 1e-7, "atol": 1e-9},
          {"step_size": 0.005},
          lambda pred, target: (pred - target).abs().mean(), target_np),
-        ("mlp64", MLP, TorchMLP, x_np, np.array([0.0, 1.0], dtype=np.float32),
+        ("mlp64", MLP64, TorchMLP, x_np, np.array([0.0, 1.0], dtype=np.float32),
          {"rtol": 1e-5, "atol": 1e-7}, {"step_size": 0.02},
          lambda pred, target: (pred[-1] ** 2).sum(), None),
     ]

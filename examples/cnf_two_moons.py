@@ -1,6 +1,6 @@
 """A continuous normalizing flow (FFJORD) learns the density of two moons, trained with the adjoint.
 
-    python examples/cnf_two_moons.py [--iterations 400] [--batch-size 256] [--width 64]
+    python examples/cnf_two_moons.py [--iterations 250] [--batch-size 128] [--width 64]
         [--seed 0] [--out DIR] [--smoke]
 
 The flow carries a data point x at t = 0 to z at t = 1 along dz/dt = f(t, z) (an MLP of [z, t],
@@ -93,15 +93,15 @@ def moons(n: int, rng: np.random.Generator) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = example_parser(__doc__, __file__)
-    parser.add_argument("--iterations", type=int, default=400)
-    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--iterations", type=int, default=250)
+    parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     grid_size, test_points = 100, 2000
     if args.smoke:  # a few small iterations, a coarse plot: seconds
-        args.iterations, args.batch_size, grid_size, test_points = 4, 128, 24, 256
+        args.iterations, args.batch_size, grid_size, test_points = 3, 64, 20, 200
     out = output_dir(args.out)
     pb.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
