@@ -26,6 +26,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "adamax": {"lr": 0.01}, "nadam": {"lr": 0.01}, "radam": {"lr": 0.01},
     "rmsprop": {"lr": 0.01, "momentum": 0.5, "centered": True},
     "adagrad": {"lr": 0.05, "lr_decay": 0.01}, "lion": {"lr": 0.003, "weight_decay": 0.1},
+    "adadelta": {"lr": 1.0, "rho": 0.8, "weight_decay": 0.01}, "rprop": {"lr": 0.01},
+    "asgd": {"lr": 0.05, "t0": 3.0}, "sparse_adam": {"lr": 0.01},
 }
 
 

@@ -128,7 +128,7 @@ def test_things_that_are_not_parameters():
 
 
 def test_unknown_optimizer_name_lists_the_known():
-    with pytest.raises(RegistryError, match="no optimizer named 'adamm'; known: adagrad, adam,"):
+    with pytest.raises(RegistryError, match="no optimizer named 'adamm'; known: adadelta, adagrad, adam,"):
         OPTIMIZERS["adamm"]
 
 

@@ -30,7 +30,8 @@ ALTERNATIVE: dict[str, Any] = {
     "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.05, "nesterov": True,
     "maximize": True, "amsgrad": True, "decoupled_weight_decay": True, "centered": True,
     "lr_decay": 0.05, "initial_accumulator_value": 0.1, "momentum_decay": 0.01, "alpha": 0.9,
-    "eps": 1e-3, "betas": (0.8, 0.95),
+    "eps": 1e-3, "betas": (0.8, 0.95), "rho": 0.5, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.02),
+    "lambd": 0.01, "t0": 5.0,
 }
 # Options that switch a branch of the update on: all their combinations are tested. The others
 # (continuous settings) are tested one at a time.
@@ -38,7 +39,8 @@ SWITCHES = {"momentum", "dampening", "weight_decay", "nesterov", "maximize", "am
             "decoupled_weight_decay", "centered", "lr_decay", "initial_accumulator_value"}
 # A learning rate at which 20 steps move the weights well beyond the tolerance.
 LEARNING_RATE = {"sgd": 0.05, "adam": 0.01, "adamw": 0.01, "adamax": 0.01, "nadam": 0.01,
-                 "radam": 0.01, "rmsprop": 0.01, "adagrad": 0.05, "lion": 0.003}
+                 "radam": 0.01, "rmsprop": 0.01, "adagrad": 0.05, "lion": 0.003, "adadelta": 1.0,
+                 "rprop": 0.01, "asgd": 0.05, "sparse_adam": 0.01}
 
 
 def torch_optimizer(name: str, params: list[Any], **kwargs: Any) -> Any:
@@ -49,7 +51,9 @@ def torch_optimizer(name: str, params: list[Any], **kwargs: Any) -> Any:
     classes = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
                "adamax": torch.optim.Adamax, "nadam": torch.optim.NAdam,
                "radam": torch.optim.RAdam, "rmsprop": torch.optim.RMSprop,
-               "adagrad": torch.optim.Adagrad}
+               "adagrad": torch.optim.Adagrad, "adadelta": torch.optim.Adadelta,
+               "rprop": torch.optim.Rprop, "asgd": torch.optim.ASGD,
+               "sparse_adam": torch.optim.SparseAdam}
     return classes[name](params, **kwargs)
 
 
@@ -114,6 +118,8 @@ def run_both(name: str, groups: list[dict[str, Any]], kwargs: dict[str, Any],
         if negate:  # lion-pytorch has no maximize: ascend by descending the negated gradient
             for p in th.values():
                 p.grad.neg_()
+        if name == "sparse_adam":
+            sparsify(step, pb, th)
         pb_opt.step()
         th_opt.step()
         if between is not None:
@@ -123,6 +129,18 @@ def run_both(name: str, groups: list[dict[str, Any]], kwargs: dict[str, Any],
     moved = max(float(np.max(np.abs(pb[k].array - arrays[k]))) for k in pb)
     assert moved > 1e-4, f"the weights barely moved ({moved}): the test would prove nothing"
     return diffs
+
+
+def sparsify(step: int, pb: dict[str, Any], th: dict[str, Any]) -> None:
+    """Zero a random half of the gradients (as an embedding lookup leaves rows untouched) and
+    give torch's SparseAdam the sparse gradients it requires; pullback's stay dense."""
+    rng = np.random.default_rng(500 + step)
+    for k in pb:
+        mask = rng.random(pb[k].shape) < 0.5
+        if pb[k].grad is None:
+            continue
+        pb[k].grad.array[...] *= mask
+        th[k].grad = (th[k].grad * torch.from_numpy(mask)).to_sparse()
 
 
 def test_every_registered_optimizer_has_an_oracle_and_tested_options():
@@ -152,7 +170,9 @@ PER_GROUP = {  # a second group overriding options, for each optimizer
     "adamw": {"lr": 0.02, "weight_decay": 0.3}, "adamax": {"betas": (0.5, 0.9)},
     "nadam": {"momentum_decay": 0.02}, "radam": {"weight_decay": 0.1},
     "rmsprop": {"centered": True, "momentum": 0.3}, "adagrad": {"lr_decay": 0.1},
-    "lion": {"lr": 0.001, "weight_decay": 0.5},
+    "lion": {"lr": 0.001, "weight_decay": 0.5}, "adadelta": {"rho": 0.6, "lr": 0.5},
+    "rprop": {"etas": (0.4, 1.1)}, "asgd": {"lambd": 0.05, "t0": 3.0},
+    "sparse_adam": {"betas": (0.5, 0.9)},
 }
 
 

@@ -23,9 +23,11 @@ from pullback.plugins import ensure_registered as _ensure_registered
 
 from . import lr_scheduler
 from .__about__ import __version__
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
+from .asgd import ASGD
 from .clip import clip_grad_norm_, clip_grad_value_
 from .errors import (
     HyperparameterError, NonFiniteNormError, OptimizerError, OptimizerTypeError, ParamGroupError,
@@ -35,13 +37,15 @@ from .nadam import NAdam
 from .optimizer import OPTIMIZERS, Optimizer, mark_modified
 from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = [
-    "OPTIMIZERS", "SGD", "Adagrad", "Adam", "AdamW", "Adamax", "HyperparameterError", "Lion",
-    "NAdam", "NonFiniteNormError", "Optimizer", "OptimizerError", "OptimizerTypeError",
-    "ParamGroupError", "RAdam", "RMSprop", "__version__", "clip_grad_norm_", "clip_grad_value_",
-    "lr_scheduler", "mark_modified",
+    "ASGD", "OPTIMIZERS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax",
+    "HyperparameterError", "Lion", "NAdam", "NonFiniteNormError", "Optimizer", "OptimizerError",
+    "OptimizerTypeError", "ParamGroupError", "RAdam", "RMSprop", "Rprop", "SparseAdam",
+    "__version__", "clip_grad_norm_", "clip_grad_value_", "lr_scheduler", "mark_modified",
 ]
 
 _ensure_registered("pullback.optim._plugin", "optim", "pullback-optim")
