@@ -37,6 +37,7 @@ from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
     masked_select, median, mm, mode, movedim, mv, nan_to_num, nanmean, nanmedian, nansum, narrow,
     nonzero, quantile, repeat_interleave, rot90, searchsorted, sinc, sinh, sort, std_mean, tan,
     tensor_split, tensordot, topk, unflatten, unique, var_mean, vsplit, xlogy,
+    index_add, index_copy, index_fill, masked_scatter, put, scatter, scatter_reduce, take,
 )
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402

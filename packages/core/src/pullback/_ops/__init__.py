@@ -30,7 +30,11 @@ from .reduce import (
     all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, prod, std,
     sum, sum_to, var,
 )
-from . import products, scans, shape_extra, sort as sorting, special_elementwise
+from . import products, scans, scatter as scattering, shape_extra, sort as sorting
+from . import special_elementwise
+from .scatter import (
+    index_add, index_copy, index_fill, masked_scatter, put, scatter, scatter_reduce, take,
+)
 from .shape_extra import (
     atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, diag, diagonal, hsplit, movedim,
     narrow, repeat_interleave, rot90, tensor_split, unflatten, vsplit,
@@ -99,5 +103,5 @@ TENSOR_METHODS = (
     "new_empty", "new_tensor", "is_floating_point", "t", "expand_as", "view_as", "reshape_as",
     # The ops ported code needs beyond these, each module listing its own.
     *special_elementwise.METHODS, *products.METHODS, *scans.METHODS, *sorting.METHODS,
-    *shape_extra.METHODS,
+    *shape_extra.METHODS, *scattering.METHODS,
 )
