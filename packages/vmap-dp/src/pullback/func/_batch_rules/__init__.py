@@ -15,7 +15,7 @@ from typing import Any, Callable
 from pullback.registry import Op
 
 from .._errors import missing_rule
-from . import index, linalg, nn, reduce, scan, shape
+from . import index, linalg, nn, ported, reduce, shape
 from .elementwise import elementwise
 from .fallback import VmapFallbackWarning, loop_fallback
 
@@ -29,7 +29,7 @@ FAMILY_RULES: dict[str, BatchRule] = {
 
 # The per-op rules pullback.func registers through its plugin (core's ops and pullback-nn's).
 OP_RULES: dict[str, BatchRule] = {
-    **reduce.RULES, **shape.RULES, **index.RULES, **linalg.RULES, **nn.RULES, **scan.RULES,
+    **reduce.RULES, **shape.RULES, **index.RULES, **linalg.RULES, **nn.RULES, **ported.RULES,
 }
 
 

@@ -1,7 +1,8 @@
-"""Batching rules of core's scans and sorts: ops along one ``axis`` of a single input
-(cumprod, logcumsumexp, the running-extremum index, argsort, the mode index) run on the whole
-batch with the axis shifted past the batch dim. Ops whose output size depends on the values
-(unique, nonzero) run once per sample, as PyTorch's vmap cannot batch them either."""
+"""Batching rules of the ops core added for ported PyTorch code (scans, sorts, scatters): ops
+along one ``axis`` of a single input (cumprod, logcumsumexp, the running-extremum index,
+argsort, the mode index) run on the whole batch with the axis shifted past the batch dim. Ops
+whose output size depends on the values (unique, nonzero) run once per sample, as PyTorch's
+vmap cannot batch them either; so, for now, does scatter_reduce."""
 
 from __future__ import annotations
 
@@ -34,4 +35,5 @@ RULES = {
     **{name: along_axis for name in ("cumprod", "logcumsumexp", "cumextremum_index", "argsort",
                                      "mode_index")},
     "searchsorted": searchsorted, "unique": loop_fallback, "nonzero": loop_fallback,
+    "scatter_reduce": loop_fallback,
 }

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from pullback.registry import Op
 
 from .._errors import missing_rule
-from . import core, nn, scan
+from . import core, nn, ported
 from ._derived import from_grad_diagonal, from_grad_reduction, linear
 
 JvpRule = Callable[..., Any]
@@ -40,7 +40,7 @@ _family_cache: dict[str, JvpRule] = {}
 
 def op_rules() -> dict[str, JvpRule]:
     """The per-op jvp rules pullback.func registers through its plugin."""
-    return {**core.rules(), **nn.RULES, **scan.RULES}
+    return {**core.rules(), **nn.RULES, **ported.RULES}
 
 
 def jvp_rule(op: Op) -> JvpRule:

@@ -1,5 +1,5 @@
-"""jvp rules of core's cumprod and logcumsumexp (scans: neither elementwise nor a group
-reduction, so no family rule is exact for them)."""
+"""jvp rules of ops core added for ported PyTorch code that no family rule covers exactly:
+cumprod and logcumsumexp (scans), scatter_reduce."""
 
 from __future__ import annotations
 
@@ -39,4 +39,27 @@ def _logcumsumexp(F: Any, tangents: Any, out: Any, x: Any, *, axis: int) -> Any:
     return part(t) - part(F.neg(t))
 
 
-RULES = {"cumprod": _cumprod, "logcumsumexp": _logcumsumexp}
+def _scatter_reduce(F: Any, tangents: Any, out: Any, x: Any, idx: Any, src: Any, *, axis: int,
+                    reduce: str, include_self: bool) -> Any:
+    # Every reduction's tangent is a sum scatter of weighted tangents: sum and mean are linear,
+    # prod weighs each factor's tangent by out / factor, amax/amin average the tied values'.
+    tx, _, ts = tangents
+    tx = F.full(tuple(x.shape), 0.0, like=x) if tx is None else tx
+    ts = F.full(tuple(src.shape), 0.0, like=src) if ts is None else ts
+    key = tuple(slice(0, n) for n in idx.shape)
+    if tuple(src.shape) != tuple(idx.shape):
+        src, ts = F.getitem(src, key=key), F.getitem(ts, key=key)
+
+    def summed(a: Any, b: Any, how: str = "sum") -> Any:
+        return F.scatter_reduce(a, idx, b, axis=axis, reduce=how, include_self=include_self)
+
+    if reduce in ("sum", "mean"):
+        return summed(tx, ts, reduce)
+    if reduce == "prod":
+        return out * summed(tx / x, ts / src)
+    self_ties = F.cast(F.equal(x, out), dtype=x.dtype)
+    src_ties = F.cast(F.equal(src, F.gather(out, idx, axis=axis)), dtype=x.dtype)
+    return summed(self_ties * tx, src_ties * ts) / summed(self_ties, src_ties)
+
+
+RULES = {"cumprod": _cumprod, "logcumsumexp": _logcumsumexp, "scatter_reduce": _scatter_reduce}
