@@ -1,7 +1,7 @@
 """ONNX export: the battery (the C99 exporter's models) written with export_onnx, checked by
 onnx.checker and run by onnxruntime at the example's batch size and at another one (the batch
 axis is symbolic), against eager pullback; every elementwise rule, the layout ops and the
-reductions at each opset; what cannot be exported is named."""
+reductions at each opset (and imported back); what cannot be exported is named."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import pullback as pb
 from export_battery import MODELS, build, eager_outputs, mismatches
-from pullback.compiler import ExportError, export_onnx, trace
+from pullback.compiler import ExportError, export_onnx, import_onnx, trace
 from pullback.compiler._onnx import SUPPORTED_OPSETS
 from pullback.compiler._onnx.elementwise import ELEMENTWISE_RULES
 
@@ -73,9 +73,13 @@ def test_layout_ops_and_reductions_at_every_opset(opset, tmp_path):
     w = pb.tensor(rng.standard_normal((7, 3)).astype(np.float32))
     path = tmp_path / "ops.onnx"
     export_onnx(lambda a: _tensor_ops(a, w), x, path, opset=opset)
+    imported = import_onnx(path)  # the opset's forms read back (axes as attributes or inputs)
     for batch in (x, pb.tensor(rng.standard_normal((6, 7)).astype(np.float32))):
-        problem = mismatches(run_onnx(path, batch), eager_outputs(lambda a: _tensor_ops(a, w),
-                                                                  (batch,)))
+        expected = eager_outputs(lambda a: _tensor_ops(a, w), (batch,))
+        problem = mismatches(run_onnx(path, batch), expected)
+        assert problem is None, problem
+        with pb.no_grad():
+            problem = mismatches([t.detach().numpy() for t in imported(batch)], expected)
         assert problem is None, problem
 
 

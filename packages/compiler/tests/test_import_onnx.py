@@ -27,7 +27,7 @@ def run_onnx(path, *inputs):
 def imported_outputs(net, *inputs):
     with pb.no_grad():
         result = net(*inputs)
-    return [t.numpy() for t in (result if isinstance(result, tuple) else (result,))]
+    return [t.detach().numpy() for t in (result if isinstance(result, tuple) else (result,))]
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))

@@ -4,8 +4,9 @@ of each value are the batch.
 A node's ``"onnx"`` rule writes it through an :class:`OnnxBuilder`: ``name(v)`` is the tensor a
 value is (a graph input, an initializer or an earlier node's output), ``operand(a, dtype)`` the
 same for an argument that may be a Python number (a scalar initializer of ``dtype``, NumPy's
-rule for Python numbers), ``emit(op_type, inputs, ...)`` adds an ONNX node, ``constant(array)``
-an initializer. The rule's last node must write ``output(v)`` for each output.
+rule for Python numbers), ``emit(op_type, inputs, ...)`` adds an ONNX node,
+``initializer(array)`` a weight and ``constant(array)`` a fixed array that is no weight. The
+rule's last node must write ``output(v)`` for each output.
 
 Dynamic batch. The model is traced twice, at the example's batch size and at one more; the two
 graphs have the same nodes (else the model's structure depends on the batch size and the
@@ -122,7 +123,8 @@ class OnnxBuilder:
             if v not in self.graph.constants:
                 raise self.fail(f"reads %{v.id}, which nothing defined before")
             array = np.asarray(self.graph.constants[v])
-            self.names[v] = self.constant(array, self.graph.constant_names.get(v, f"c{v.id}"))
+            self.names[v] = self.initializer(array,
+                                             self.graph.constant_names.get(v, f"c{v.id}"))
         return self.names[v]
 
     def output(self, v: Value) -> str:
@@ -153,12 +155,22 @@ class OnnxBuilder:
             raise self.fail(f"dtype {np.dtype(dtype)} has no ONNX type") from None
 
     # -- nodes and initializers ----------------------------------------------------------------
-    def constant(self, array: np.ndarray, hint: str) -> str:
+    def initializer(self, array: np.ndarray, hint: str) -> str:
+        """A weight: an initializer (``import_onnx`` makes the float ones Parameters)."""
         from onnx import numpy_helper
 
         name = self.fresh(hint)
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
+
+    def constant(self, array: np.ndarray, hint: str) -> str:
+        """A fixed array that is no weight (a shape, a number of a formula, a mask): a
+        ``Constant`` node, as ``torch.onnx.export`` writes them."""
+        from onnx import numpy_helper
+
+        name = self.fresh(hint)
+        value = numpy_helper.from_array(np.ascontiguousarray(array), name)
+        return self.emit("Constant", [], [name], value=value)
 
     def ints(self, values: Sequence[int], hint: str = "shape") -> str:
         """An int64 initializer (the shapes, axes and slice bounds ONNX takes as inputs)."""

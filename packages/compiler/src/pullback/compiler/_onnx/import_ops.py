@@ -25,7 +25,8 @@ ImportOp = Callable[[Inputs, dict[str, Any], int], Sequence[Any]]
 
 
 def _ints(t: Any) -> list[int]:
-    return [int(v) for v in np.asarray(t.numpy() if isinstance(t, Tensor) else t).reshape(-1)]
+    array = t.detach().numpy() if isinstance(t, Tensor) else t
+    return [int(v) for v in np.asarray(array).reshape(-1)]
 
 
 def _unary(fn: Callable[[Any], Any]) -> ImportOp:

@@ -30,7 +30,8 @@ def _linear(node: Node, b: OnnxBuilder) -> None:
         return
     if weight in b.graph.constants:  # y = x W^T: store W^T, as torch's exporter does
         hint = b.graph.constant_names.get(weight, f"c{weight.id}") + ".T"
-        w_t = b.constant(np.ascontiguousarray(np.asarray(b.graph.constants[weight]).T), hint)
+        w_t = b.initializer(np.ascontiguousarray(np.asarray(b.graph.constants[weight]).T),
+                            hint)
     else:
         w_t = b.emit("Transpose", [b.name(weight)], perm=[1, 0])
     if not isinstance(bias, Value):
