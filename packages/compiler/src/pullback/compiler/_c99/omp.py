@@ -7,8 +7,10 @@ when its trip count is a multiple of the vector width, and ``omp simd`` lets it 
 others with a remainder loop (the arithmetic is unchanged: these loops sum nothing across
 iterations). ``PB_OMP_PARALLEL_FOR`` splits the rows of a product between threads, which pays
 only for large products: starting a parallel region costs microseconds, more than a small layer
-takes (see ``benchmarks/compiler_export_c.py --openmp`` for the measurement behind
-:data:`PARALLEL_MIN_WORK`).
+takes. :data:`PARALLEL_MIN_WORK` is an estimate from that cost (a few microseconds against
+about a millisecond of work), not yet a measurement: ``benchmarks/compiler_export_c.py
+--openmp`` times the C with ``-fopenmp`` next to the serial build, to be run on a quiet
+machine with several cores.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ PRELUDE = """#if defined(_OPENMP)
 #endif
 """
 
-# multiply-adds of one product below which the threads cost more than they save (measured)
+# multiply-adds of one product below which the threads cost more than they save (estimated)
 PARALLEL_MIN_WORK = 4_000_000
 
 
