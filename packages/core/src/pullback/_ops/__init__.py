@@ -36,8 +36,9 @@ from .scatter import (
     index_add, index_copy, index_fill, masked_scatter, put, scatter, scatter_reduce, take,
 )
 from .shape_extra import (
-    atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, diag, diagonal, hsplit, movedim,
-    narrow, repeat_interleave, rot90, tensor_split, unflatten, vsplit,
+    atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_tensors, cartesian_prod, diag,
+    diag_embed, diagonal, hsplit, meshgrid, movedim, narrow, repeat_interleave, rot90,
+    tensor_split, unflatten, unfold, vsplit,
 )
 from .scans import (
     aminmax, count_nonzero, cummax, cummin, cumprod, logcumsumexp, nanmean, nansum, std_mean,

@@ -1,6 +1,7 @@
 """Shape functions under PyTorch's names, composed of existing ops (their gradients and func
 rules come from those): narrow, movedim, unflatten, atleast_1d/2d/3d, broadcast_tensors, rot90,
-tensor_split, hsplit, vsplit, diagonal, diag, repeat_interleave."""
+tensor_split, hsplit, vsplit, diagonal, diag, diag_embed, repeat_interleave, meshgrid,
+block_diag, cartesian_prod, and ``Tensor.unfold`` (sliding windows)."""
 
 from __future__ import annotations
 
@@ -216,5 +217,99 @@ def repeat_interleave(x: Any, repeats: Any, dim: int | None = None) -> Any:
     return index_select(x, d, idx)
 
 
-METHODS = ("narrow", "movedim", "unflatten", "rot90", "tensor_split", "hsplit", "vsplit",
+def diag_embed(x: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    """Matrices with the last axis of ``x`` on their ``offset``-th diagonal, in the planes
+    ``(dim1, dim2)`` of the result."""
+    from ..creation import eye
+    from .elementwise import mul
+    from .shape import pad, unsqueeze
+
+    if x.ndim == 0:
+        raise ShapeError("diag_embed: needs at least 1 dim, got a 0-d tensor")
+    n = x.shape[-1]
+    square = mul(unsqueeze(x, -1), eye(n, dtype=x.dtype, device=x.device))
+    k = abs(offset)
+    if k:
+        square = pad(square, (k, 0, 0, k) if offset > 0 else (0, k, k, 0))
+    nd = x.ndim + 1
+    a, b = normalize_axes(dim1, nd, "diag_embed")[0], normalize_axes(dim2, nd, "diag_embed")[0]
+    if a == b:
+        raise ShapeError(f"diag_embed: dim1 and dim2 must differ, got {dim1} and {dim2}")
+    return movedim(square, (-2, -1), (a, b))
+
+
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Any, ...]:
+    """Coordinate grids of 1-D tensors (views): ``"ij"`` (matrix) or ``"xy"`` (Cartesian)
+    indexing."""
+    from .shape import broadcast_to, reshape
+
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise ShapeError(f"meshgrid: expects 0-d or 1-D tensors, got shape {tuple(t.shape)}")
+    sizes = [t.numel() for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, t in enumerate(tensors):
+        pos = (1 - i if i < 2 else i) if swap else i
+        shape = [1] * len(tensors)
+        shape[pos] = sizes[pos]
+        out.append(broadcast_to(reshape(t, tuple(shape)), tuple(sizes)))
+    return tuple(out)
+
+
+def block_diag(*tensors: Any) -> Any:
+    """The tensors (0-d, 1-D as a row, or 2-D) as blocks along the diagonal of a matrix."""
+    from .shape import cat, pad, reshape
+
+    blocks = []
+    for t in tensors:
+        if t.ndim > 2:
+            raise ShapeError(f"block_diag: expects tensors of at most 2 dims, got shape "
+                             f"{tuple(t.shape)}")
+        blocks.append(reshape(t, (1, 1) if t.ndim == 0 else (1, t.shape[0]) if t.ndim == 1
+                              else tuple(t.shape)))
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        rows.append(pad(b, (left, width - left - b.shape[1])))
+        left += b.shape[1]
+    return cat(rows, axis=0)
+
+
+def cartesian_prod(*tensors: Any) -> Any:
+    """Every combination of the elements of 1-D tensors, one per row (a single tensor comes
+    back as it is)."""
+    from .shape import reshape, stack
+
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([reshape(g, (-1,)) for g in grids], axis=1)
+
+
+def unfold(x: Any, dimension: int, size: int, step: int) -> Any:
+    """``Tensor.unfold``: the windows of ``size`` elements every ``step`` along ``dimension``,
+    which becomes the window count, with a new last axis of ``size``."""
+    from .index import getitem
+
+    d = normalize_axes(dimension, max(x.ndim, 1), "unfold")[0]
+    n = x.shape[d] if x.ndim else 1
+    if size < 0 or size > n or step <= 0:
+        raise ArgumentError(f"unfold: size {size} and step {step} do not fit dimension "
+                            f"{dimension} of size {n}")
+    starts = np.arange(0, n - size + 1, step)
+    key = starts[:, None] + np.arange(size)[None, :]
+    if x.ndim == 0:
+        return getitem(x, (None,))
+    windows = getitem(movedim(x, d, -1), (Ellipsis, key))
+    return movedim(windows, -2, d)
+
+
+METHODS = ("unfold", "diag_embed", "narrow", "movedim", "unflatten", "rot90", "tensor_split", "hsplit", "vsplit",
            "diagonal", "diag", "repeat_interleave")
