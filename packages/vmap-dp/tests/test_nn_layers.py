@@ -215,3 +215,29 @@ def test_packed_sequences_under_vmap_and_per_sample_gradients() -> None:
         for k, p in module.named_parameters():
             np.testing.assert_allclose(per_sample[k].numpy()[b], p.grad.numpy(), rtol=1e-9,
                                        atol=1e-11, err_msg=f"{k} sample {b}")
+
+
+def test_recurrent_jacobians_and_hessian_compose() -> None:
+    """jacfwd (vmap of the reference's jvp) equals jacrev (the "vjp" rule), and the Hessian
+    (jacfwd of jacrev) equals central differences of the gradient."""
+    from pullback.func import hessian, jacfwd, jacrev
+
+    pb.manual_seed(0)
+    module = nn.GRU(2, 3, batch_first=True).double()
+    x = np.random.default_rng(6).standard_normal((1, 3, 2))
+    np.testing.assert_allclose(jacfwd(lambda v: module(v)[0])(pb.tensor(x)).detach().numpy(),
+                               jacrev(lambda v: module(v)[0])(pb.tensor(x)).detach().numpy(),
+                               rtol=1e-10, atol=1e-13)
+
+    def energy(v):
+        return (module(v)[0] ** 2).sum()
+
+    h = hessian(energy)(pb.tensor(x)).detach().numpy().reshape(x.size, x.size)
+    eps, fd = 1e-5, np.empty((x.size, x.size))
+    for k in range(x.size):
+        step = np.zeros(x.size)
+        step[k] = eps
+        plus = grad(energy)(pb.tensor(x + step.reshape(x.shape))).detach().numpy().reshape(-1)
+        minus = grad(energy)(pb.tensor(x - step.reshape(x.shape))).detach().numpy().reshape(-1)
+        fd[:, k] = (plus - minus) / (2 * eps)
+    np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-8)
