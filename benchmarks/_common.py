@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import platform
 import sys
 import time
@@ -45,6 +47,15 @@ def peak_memory(fn: Callable[[], Any]) -> int:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return peak
+
+
+def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
+    """One row per dict, columns from the first row; the folder is made if missing."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def emit(**record: Any) -> None:

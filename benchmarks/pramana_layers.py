@@ -15,12 +15,11 @@ docs/pramana/layers.csv.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 from typing import Any, Callable
 
 import numpy as np
-from _common import emit
+from _common import emit, write_csv
 
 import pullback
 from pullback import nn, pramana
@@ -92,14 +91,7 @@ def main() -> None:
                        var_err_beyond_noise=float(np.maximum(rel_v - noise_v, 0).max()))
         rows.append({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()})
         emit(benchmark="pramana_layers", samples=SAMPLES, **rows[-1])
-    os.makedirs(args.out, exist_ok=True)
-    fields = ["layer", "rule", "mean_err_max", "mean_err_median", "mc_mean_noise",
-              "mean_err_beyond_noise", "var_err_max", "var_err_median", "mc_var_noise",
-              "var_err_beyond_noise"]
-    with open(os.path.join(args.out, "layers.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(args.out, "layers.csv"), rows)  # softmax rows: no variance
 
 
 if __name__ == "__main__":

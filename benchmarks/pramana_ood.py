@@ -20,12 +20,11 @@ score and OOD set: AUROC, the ratio of the mean score OOD / in-distribution (the
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
 
 import numpy as np
-from _common import emit
+from _common import emit, write_csv
 from _pramana_models import accuracy, fashion_mnist, mlp, standardize, train
 
 import pullback
@@ -167,11 +166,7 @@ def main() -> None:
                 rows.append(row)
                 emit(benchmark="pramana_ood", seed_claim_variance_ratio=SEED_CLAIM_RATIO, **row)
 
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "ood.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(args.out, "ood.csv"), rows)
     _plot(rows, os.path.join(args.out, "ood.png"))
 
 

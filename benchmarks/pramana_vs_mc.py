@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import math
 import os
 import time
 
 import numpy as np
-from _common import emit
+from _common import emit, write_csv
 from _pramana_models import fashion_mnist, mlp, train
 
 import pullback
@@ -149,11 +148,7 @@ def main() -> None:
                  "method": "pramana, one exact layer", "samples": 1, "seconds": float("nan"),
                  **exact})
 
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "mc.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(args.out, "mc.csv"), rows)
     _plot(rows, os.path.join(args.out, "mc.png"))
 
 

@@ -12,11 +12,10 @@ measured for the softmin and log-sum-exp forms at several temperatures, LTN's p-
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 
 import numpy as np
-from _common import emit
+from _common import emit, write_csv
 
 import pullback
 from pullback import tarka
@@ -48,11 +47,7 @@ def main() -> None:
         rows.append(row)
         emit(benchmark="tarka_forall_gradient", violating_fraction=float((values < 0.5).mean()),
              seed_claim=SEED_CLAIM, **row)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "forall_gradient.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(args.out, "forall_gradient.csv"), rows)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ and a plot.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 
@@ -33,7 +32,7 @@ import numpy as np
 
 import pullback
 from _example import data_set, example_parser, output_dir
-from _nn_example import FASHION_MNIST_HELP
+from _nn_example import FASHION_MNIST_HELP, write_csv
 
 from pullback import nn, optim, tarka
 from pullback.nn import functional as F
@@ -151,10 +150,7 @@ def main() -> None:
         summary[method] = {"mean": round(float(acc.mean()), 4),
                            "std": round(float(acc.std(ddof=1)) if len(acc) > 1 else 0.0, 4)}
     output_dir(args.out)
-    with open(os.path.join(args.out, "accuracy.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(args.out, "accuracy.csv"), rows)
     _plot(rows, os.path.join(args.out, "accuracy.png"))
     print(json.dumps({"labelled": 10 * args.per_class, "summary": summary}))
 

@@ -13,7 +13,6 @@ triples (R thresholded at 0.5) that satisfy the axiom, before and after training
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 
@@ -21,6 +20,7 @@ import numpy as np
 
 import pullback
 from _example import example_parser, output_dir
+from _nn_example import write_csv
 
 from pullback import optim, tarka
 
@@ -83,10 +83,7 @@ def main() -> None:
              "fuzzy_sat_all_entities": round(r["fuzzy"][name], 4)}
             for stage, r in (("before", before), ("after", after)) for name in AXIOMS]
     output_dir(args.out)
-    with open(os.path.join(args.out, "axioms.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(args.out, "axioms.csv"), rows)
     print(json.dumps({"steps": steps, "labelled_pairs": 0, "before": before, "after": after}))
 
 
