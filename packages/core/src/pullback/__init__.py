@@ -39,6 +39,7 @@ from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
     tensor_split, tensordot, topk, unflatten, unique, var_mean, vsplit, xlogy,
     index_add, index_copy, index_fill, masked_scatter, put, scatter, scatter_reduce, take,
     block_diag, cartesian_prod, diag_embed, meshgrid,
+    bernoulli, multinomial, poisson, rand_like, randint_like, randn_like,
 )
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402

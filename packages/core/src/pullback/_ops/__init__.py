@@ -31,7 +31,11 @@ from .reduce import (
     sum, sum_to, var,
 )
 from . import products, scans, scatter as scattering, shape_extra, sort as sorting
-from . import special_elementwise
+from . import sampling, special_elementwise
+from .sampling import (
+    bernoulli, bernoulli_, exponential_, multinomial, poisson, rand_like, randint_like,
+    randn_like,
+)
 from .scatter import (
     index_add, index_copy, index_fill, masked_scatter, put, scatter, scatter_reduce, take,
 )
@@ -104,5 +108,5 @@ TENSOR_METHODS = (
     "new_empty", "new_tensor", "is_floating_point", "t", "expand_as", "view_as", "reshape_as",
     # The ops ported code needs beyond these, each module listing its own.
     *special_elementwise.METHODS, *products.METHODS, *scans.METHODS, *sorting.METHODS,
-    *shape_extra.METHODS, *scattering.METHODS,
+    *shape_extra.METHODS, *scattering.METHODS, *sampling.METHODS,
 )
