@@ -16,6 +16,11 @@ from pullback.compiler import OnnxImportError, export_onnx, import_onnx
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
+# torch.onnx.export without onnxscript is the TorchScript exporter: it warns that it is legacy
+# and that sizes read in Python become constants (the batch axis is declared dynamic instead)
+pytestmark = [pytest.mark.filterwarnings("ignore:.*legacy TorchScript-based ONNX"),
+              pytest.mark.filterwarnings("ignore:The feature will be removed"),
+              pytest.mark.filterwarnings("ignore:.*might cause the trace to be")]
 
 
 def run_onnx(path, *inputs):

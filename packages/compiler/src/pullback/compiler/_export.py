@@ -37,6 +37,16 @@ def where(node: Node) -> str:
     return f" (at {file}:{line} in {function})"
 
 
+def distinct(base: str, used: set[str]) -> str:
+    """``base``, or ``base_2``, ``base_3``... the first not in ``used`` (then added to it)."""
+    name, n = base, 1
+    while name in used:
+        n += 1
+        name = f"{base}_{n}"
+    used.add(name)
+    return name
+
+
 def as_inputs(example_inputs: Any) -> tuple[Tensor, ...]:
     """Example inputs as a tuple of Tensors (one Tensor, an array, or a sequence of them)."""
     if isinstance(example_inputs, (Tensor, np.ndarray)):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from .._export import distinct
+
 # C99 keywords and the names the headers an export includes declare (a static array called
 # ``sin`` would clash with math.h's), plus the library's usual entry points.
 _RESERVED = frozenset("""
@@ -51,13 +53,7 @@ class Namer:
 
     def fresh(self, text: str, fallback: str = "x") -> str:
         """A new identifier made from ``text``, distinct from every one handed out before."""
-        base = c_identifier(text, fallback)
-        name, n = base, 1
-        while name in self.used:
-            n += 1
-            name = f"{base}_{n}"
-        self.used.add(name)
-        return name
+        return distinct(c_identifier(text, fallback), self.used)
 
 
 def c_comment(text: str) -> str:

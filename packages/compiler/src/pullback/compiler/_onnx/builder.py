@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._export import where
+from .._export import distinct, where
 from .._ir import Graph, Node, Value
 from ..errors import ExportError
 
@@ -105,12 +105,7 @@ class OnnxBuilder:
 
     # -- names ---------------------------------------------------------------------------------
     def fresh(self, text: str) -> str:
-        name, n = text, 1
-        while name in self.used:
-            n += 1
-            name = f"{text}_{n}"
-        self.used.add(name)
-        return name
+        return distinct(text, self.used)
 
     def bind(self, v: Value, name: str) -> str:
         """Give ``v`` the tensor name ``name`` (made unique)."""

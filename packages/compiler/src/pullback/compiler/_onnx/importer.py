@@ -20,6 +20,7 @@ import numpy as np
 import pullback as pb
 from pullback.tensor import Tensor
 
+from .._export import distinct
 from ..errors import OnnxImportError
 
 
@@ -138,13 +139,8 @@ def import_onnx(model: Any) -> Any:
 
 
 def _slot(name: str, used: set[str]) -> str:
-    """A Module attribute name for an initializer (``0.weight`` -> ``0_weight``), distinct."""
+    """A Module attribute name for an initializer (``0.weight`` -> ``p_0_weight``), distinct."""
     base = re.sub(r"\W", "_", name) or "initializer"
     if base[0].isdigit():
         base = "p_" + base
-    slot, n = base, 1
-    while slot in used:
-        n += 1
-        slot = f"{base}_{n}"
-    used.add(slot)
-    return slot
+    return distinct(base, used)
