@@ -46,7 +46,7 @@ def _torch_errors() -> list[tuple[OpRecord, ErrorCase, BaseException]]:
 
 TORCH_ERRORS = _torch_errors()
 # Known differences, each to be decided (strict: the mark goes once the classes agree).
-_OPEN = {"tensor-['a','b']": "PyTorch raises ValueError for string data, pullback DTypeError"}
+_OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("record, case, theirs", [

@@ -69,7 +69,7 @@ def install_command(distribution: str, extra: str = "") -> str:
     """The pip command that installs ``distribution`` (with ``extra``, e.g. ``"[cuda12]"``)."""
     root = clone_root()
     folder = _project_folders(root).get(distribution) if root is not None else None
-    if folder is None:
+    if folder is None or root is None:
         return f"pip install {shlex.quote(distribution + extra)}"
     editable = "-e " if _CORE.is_relative_to(root) else ""
     return f"pip install {editable}{shlex.quote(str(folder) + extra)}"

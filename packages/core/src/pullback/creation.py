@@ -9,7 +9,7 @@ import numpy as np
 
 from .backends import Device, backends
 from .dtypes import get_default_dtype, is_floating, to_dtype
-from .errors import ArgumentError, DTypeError
+from .errors import ArgumentError, DTypeError, NonNumericDataError
 from .dispatch import draw_random as _draw_random
 from .dispatch import state as _dispatch_state
 from .tensor import Tensor, default_device
@@ -62,7 +62,7 @@ def _check_numeric(where: str, host: np.ndarray) -> None:
     """Tensors hold numbers and booleans: strings, bytes, dates and records are refused (NumPy
     would make a string array, or parse "1.5" into a float when a dtype is given)."""
     if host.dtype.kind not in "biufc" and not is_floating(host.dtype):
-        raise DTypeError(f"{where}: cannot make a tensor of dtype {host.dtype} (from "
+        raise NonNumericDataError(f"{where}: cannot make a tensor of dtype {host.dtype} (from "
                          f"{host.reshape(-1)[:3].tolist()!r}...); tensors hold numbers and "
                          "booleans")
 

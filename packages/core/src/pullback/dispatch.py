@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from ._operands import OPERAND_CLASSES, is_operand, operand_type_error
 from .graph import Node
 from .errors import DeviceError, PullbackError
 from .registry import OPS, Op
@@ -163,6 +164,10 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
     """Run ``op`` on ``args`` (Tensors and Python scalars) with keyword attributes ``attrs``.
 
     The device is that of the first Tensor argument; every Tensor argument must be on it.
+
+    Raises:
+        ArgumentTypeError: for an argument that is none of a Tensor, a Python number, a NumPy
+            array or scalar, another library's array, or None (see :mod:`pullback._operands`).
     """
     st = state
     if st.modes:
@@ -189,8 +194,11 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
             if a._requires_grad:
                 requires_grad = True
         else:
-            if a.__class__ is float:
+            cls = a.__class__
+            if cls is float:
                 float_number = True
+            elif cls not in OPERAND_CLASSES and a is not None and not is_operand(a):
+                raise operand_type_error(op.name, len(arrays), a)
             arrays.append(a)
     if device is None:
         from .tensor import default_device

@@ -11,7 +11,10 @@ AxisError                  a dim outside the tensor's range            ShapeErro
 DTypeError                 dtypes that cannot be combined or cast      TypeError, RuntimeError
 UnsupportedDTypeError      an op that has no kernel for a dtype        DTypeError,
                                                                        NotImplementedError
+NonNumericDataError        tensor data that is not numbers (strings)   DTypeError, ValueError
 ArgumentError              an argument value an op does not accept     ValueError, RuntimeError
+ArgumentTypeError          an argument that is no Tensor, number or    TypeError
+                           array (a list, a string, another object)
 UnsupportedError           a mode or feature that is not implemented   ArgumentError,
                                                                        NotImplementedError
 IndexOutOfRangeError       an index outside the axis it indexes        IndexError, RuntimeError
@@ -53,9 +56,19 @@ class UnsupportedDTypeError(DTypeError, NotImplementedError):
     NotImplementedError, as PyTorch's "not implemented for 'Float'"."""
 
 
+class NonNumericDataError(DTypeError, ValueError):
+    """Data for a tensor that is not numbers or booleans (strings, bytes, dates): a DTypeError,
+    and the ValueError PyTorch raises for strings ("too many dimensions 'str'")."""
+
+
 class ArgumentError(PullbackError, ValueError, RuntimeError):
     """An argument value an op does not accept (a rounding mode, an approximation name, a
     negative size...): a ValueError, and the RuntimeError PyTorch raises."""
+
+
+class ArgumentTypeError(PullbackError, TypeError):
+    """An argument of a type no op takes (a list, a string, an unrelated object): PyTorch's
+    TypeError ("argument 'other' must be Tensor, not list")."""
 
 
 class UnsupportedError(ArgumentError, NotImplementedError):

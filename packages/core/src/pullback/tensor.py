@@ -451,53 +451,19 @@ class Tensor:
     def __setitem__(self, key: Any, value: Any) -> None:
         _ops.setitem(self, key, value)
 
-    # -- arithmetic operators (straight to dispatch: the hot path) ------------------------------
-    def __add__(self, other: Any) -> Tensor:
-        return apply(_E.ADD, self, other)
-
-    def __radd__(self, other: Any) -> Tensor:
-        return apply(_E.ADD, other, self)
-
-    def __sub__(self, other: Any) -> Tensor:
-        return apply(_E.SUB, self, other)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return apply(_E.SUB, other, self)
-
-    def __mul__(self, other: Any) -> Tensor:
-        return apply(_E.MUL, self, other)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return apply(_E.MUL, other, self)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        return apply(_E.DIV, self, other)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return apply(_E.DIV, other, self)
-
-    def __floordiv__(self, other: Any) -> Tensor:
-        return apply(_R.FLOOR_DIVIDE, self, other)
-
-    def __rfloordiv__(self, other: Any) -> Tensor:
-        return apply(_R.FLOOR_DIVIDE, other, self)
-
-    def __mod__(self, other: Any) -> Tensor:
-        return apply(_R.REMAINDER, self, other)
-
-    def __rmod__(self, other: Any) -> Tensor:
-        return apply(_R.REMAINDER, other, self)
-
-    def __pow__(self, other: Any) -> Tensor:
-        return apply(_E.POW, self, other)
-
-    def __rpow__(self, other: Any) -> Tensor:
-        return apply(_E.POW, other, self)
-
+    # -- operators ---------------------------------------------------------------------------
+    # The arithmetic, shift and comparison operators (``__add__``, ``__radd__``, ``__lt__``...)
+    # are made by _binary_operator() below the class: each goes straight to dispatch (the hot
+    # path) and returns NotImplemented for an operand that is no Tensor, number or array, so
+    # that the other object's reflected operator runs, as in PyTorch.
     def __matmul__(self, other: Any) -> Tensor:
+        if not _is_operand(other):
+            return NotImplemented
         return _ops.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
+        if not _is_operand(other):
+            return NotImplemented
         return _ops.matmul(_ops.as_tensor(other, device=self.device), self)
 
     def __neg__(self) -> Tensor:
@@ -509,31 +475,19 @@ class Tensor:
     def __abs__(self) -> Tensor:
         return apply(_E.ABS, self)
 
-    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return apply(_E.EQUAL, self, other)
-
-    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return apply(_E.NOT_EQUAL, self, other)
-
-    def __lt__(self, other: Any) -> Tensor:
-        return apply(_E.LESS, self, other)
-
-    def __le__(self, other: Any) -> Tensor:
-        return apply(_E.LESS_EQUAL, self, other)
-
-    def __gt__(self, other: Any) -> Tensor:
-        return apply(_E.GREATER, self, other)
-
-    def __ge__(self, other: Any) -> Tensor:
-        return apply(_E.GREATER_EQUAL, self, other)
-
     def __and__(self, other: Any) -> Tensor:
+        if not _is_operand(other):
+            return NotImplemented
         return apply(_E.LOGICAL_AND if _both_bool(self, other) else _B.BITWISE_AND, self, other)
 
     def __or__(self, other: Any) -> Tensor:
+        if not _is_operand(other):
+            return NotImplemented
         return apply(_E.LOGICAL_OR if _both_bool(self, other) else _B.BITWISE_OR, self, other)
 
     def __xor__(self, other: Any) -> Tensor:
+        if not _is_operand(other):
+            return NotImplemented
         return apply(_E.LOGICAL_XOR if _both_bool(self, other) else _B.BITWISE_XOR, self, other)
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
@@ -541,30 +495,19 @@ class Tensor:
     def __invert__(self) -> Tensor:
         return apply(_E.LOGICAL_NOT if self.dtype.kind == "b" else _B.BITWISE_NOT, self)
 
-    def __lshift__(self, other: Any) -> Tensor:
-        return apply(_B.LEFT_SHIFT, self, other)
-
-    def __rlshift__(self, other: Any) -> Tensor:
-        return apply(_B.LEFT_SHIFT, other, self)
-
-    def __rshift__(self, other: Any) -> Tensor:
-        return apply(_B.RIGHT_SHIFT, self, other)
-
-    def __rrshift__(self, other: Any) -> Tensor:
-        return apply(_B.RIGHT_SHIFT, other, self)
-
     # -- in-place operators ----------------------------------------------------------------------
+    # NotImplemented for a non-operand: Python then tries ``self + other`` and other.__radd__.
     def __iadd__(self, other: Any) -> Tensor:
-        return self.add_(other)
+        return self.add_(other) if _is_operand(other) else NotImplemented
 
     def __isub__(self, other: Any) -> Tensor:
-        return self.sub_(other)
+        return self.sub_(other) if _is_operand(other) else NotImplemented
 
     def __imul__(self, other: Any) -> Tensor:
-        return self.mul_(other)
+        return self.mul_(other) if _is_operand(other) else NotImplemented
 
     def __itruediv__(self, other: Any) -> Tensor:
-        return self.div_(other)
+        return self.div_(other) if _is_operand(other) else NotImplemented
 
     def add_(self, other: Any, *, alpha: builtins.float = 1) -> Tensor:
         """In place ``self += alpha * other``."""
@@ -632,6 +575,33 @@ class Tensor:
         # at run time a missing attribute is a plain AttributeError.
         def __getattr__(self, name: str) -> Any: ...
 
+        # The operators _install_operators() makes (mypy does not look operators up through
+        # __getattr__).
+        def __add__(self, other: Any) -> Tensor: ...
+        def __radd__(self, other: Any) -> Tensor: ...
+        def __sub__(self, other: Any) -> Tensor: ...
+        def __rsub__(self, other: Any) -> Tensor: ...
+        def __mul__(self, other: Any) -> Tensor: ...
+        def __rmul__(self, other: Any) -> Tensor: ...
+        def __truediv__(self, other: Any) -> Tensor: ...
+        def __rtruediv__(self, other: Any) -> Tensor: ...
+        def __floordiv__(self, other: Any) -> Tensor: ...
+        def __rfloordiv__(self, other: Any) -> Tensor: ...
+        def __mod__(self, other: Any) -> Tensor: ...
+        def __rmod__(self, other: Any) -> Tensor: ...
+        def __pow__(self, other: Any) -> Tensor: ...
+        def __rpow__(self, other: Any) -> Tensor: ...
+        def __lshift__(self, other: Any) -> Tensor: ...
+        def __rlshift__(self, other: Any) -> Tensor: ...
+        def __rshift__(self, other: Any) -> Tensor: ...
+        def __rrshift__(self, other: Any) -> Tensor: ...
+        def __lt__(self, other: Any) -> Tensor: ...
+        def __le__(self, other: Any) -> Tensor: ...
+        def __gt__(self, other: Any) -> Tensor: ...
+        def __ge__(self, other: Any) -> Tensor: ...
+        def __eq__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __ne__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+
 
 def _both_bool(x: Tensor, other: Any) -> builtins.bool:
     """``&``, ``|``, ``^`` are logical between bools, bitwise (promoting) otherwise: a bool
@@ -670,6 +640,39 @@ class _HookHandle:
             self._hooks.remove(self._hook)
 
 
+def _binary_operator(name: str, op: Any, reflected: builtins.bool) -> Callable[..., Any]:
+    """Tensor's operator ``name``: ``op`` on ``(self, other)``, or ``(other, self)`` when
+    ``reflected``; NotImplemented when ``other`` is no operand (see :mod:`pullback._operands`)."""
+    if reflected:
+        def operator(self: Tensor, other: Any) -> Any:
+            if other.__class__ in _OPERANDS or _is_operand(other):
+                return apply(op, other, self)
+            return NotImplemented
+    else:
+        def operator(self: Tensor, other: Any) -> Any:
+            if other.__class__ in _OPERANDS or _is_operand(other):
+                return apply(op, self, other)
+            return NotImplemented
+    operator.__name__ = name
+    operator.__qualname__ = f"Tensor.{name}"
+    return operator
+
+
+def _install_operators() -> None:
+    """The operators that run one op, each with its reflected twin (``__radd__``)."""
+    reflected = {"add": _E.ADD, "sub": _E.SUB, "mul": _E.MUL, "truediv": _E.DIV,
+                 "floordiv": _R.FLOOR_DIVIDE, "mod": _R.REMAINDER, "pow": _E.POW,
+                 "lshift": _B.LEFT_SHIFT, "rshift": _B.RIGHT_SHIFT}
+    for name, op in reflected.items():
+        setattr(Tensor, f"__{name}__", _binary_operator(f"__{name}__", op, False))
+        setattr(Tensor, f"__r{name}__", _binary_operator(f"__r{name}__", op, True))
+    # Comparisons have no reflected twins: Python swaps ``a < b`` into ``b > a`` itself.
+    comparisons = {"eq": _E.EQUAL, "ne": _E.NOT_EQUAL, "lt": _E.LESS, "le": _E.LESS_EQUAL,
+                   "gt": _E.GREATER, "ge": _E.GREATER_EQUAL}
+    for name, op in comparisons.items():
+        setattr(Tensor, f"__{name}__", _binary_operator(f"__{name}__", op, False))
+
+
 def _install_methods() -> None:
     """Methods that are plain calls of the public functions (``x.exp()`` is ``exp(x)``)."""
     for name in _ops.TENSOR_METHODS:
@@ -682,5 +685,7 @@ from . import _ops  # noqa: E402
 from ._ops import bitwise as _B, elementwise as _E, rounding as _R  # noqa: E402
 from .dispatch import apply, notify_host_read  # noqa: E402
 from .dispatch import state as _dispatch_state  # noqa: E402
+from ._operands import OPERAND_CLASSES as _OPERANDS, is_operand as _is_operand  # noqa: E402
 
+_install_operators()
 _install_methods()

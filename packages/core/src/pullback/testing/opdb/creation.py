@@ -13,7 +13,7 @@ import numpy as np
 
 import pullback as pb
 
-from ...errors import ArgumentError, CheckpointError, DTypeError
+from ...errors import ArgumentError, CheckpointError, NonNumericDataError
 from ._record import ErrorCase, OpRecord
 
 
@@ -50,10 +50,11 @@ RECORDS = [
                  ErrorCase((3, 3, (3,)), ArgumentError, "randint: .*low=3 >= high=3")]),
     OpRecord(name="tensor", fn=pb.tensor, torch=lambda t: t.tensor, ops=(), dtypes=(),
              samples=_no_samples, differentiable=False, errors=lambda rng: [
-                 ErrorCase((["a", "b"],), DTypeError,
+                 ErrorCase((["a", "b"],), NonNumericDataError,
                            r"tensor\(\): cannot make a tensor of dtype <U1 \(from \['a', 'b'\]"),
-                 ErrorCase((["1.5"],), DTypeError, r"tensor\(\): cannot make a tensor of dtype",
-                           {"dtype": "float32"}, "string-parsed-by-numpy")]),
+                 ErrorCase((["1.5"],), NonNumericDataError,
+                           r"tensor\(\): cannot make a tensor of dtype", {"dtype": "float32"},
+                           "string-parsed-by-numpy")]),
     OpRecord(name="load", fn=load_with_metadata, torch=None, ops=(), dtypes=(),
              samples=_no_samples, differentiable=False, errors=lambda rng: [
                  ErrorCase(({"__tuple__": 5},), CheckpointError, _LOAD_MESSAGE + ": __tuple__"),
