@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from .._ir import Node, Value
 from .emitter import KernelBuilder, ctype_of
-from .omp import simd
 from .window import direct_conv2d_rule
 
 CHANNELS_PER_PASS = 4
@@ -101,8 +100,7 @@ def _pass(ctype: str, rows: int, first: str, count: int, groups: int, opg: int, 
     for r in range(rows):
         lines.append(f"                    const {ctype} w{r} = {wt}[(o0 + {r}) * "
                      f"{cpg * kh * kw} + tap];")
-    lines += [f"                    {simd()}",
-              f"                    for (int j = 0; j < {span}; j++) {{",
+    lines += [f"                    for (int j = 0; j < {span}; j++) {{",
               f"                        const {ctype} s = v[j];"]
     lines += [f"                        c{r}[j] += w{r} * s;" for r in range(rows)]
     lines += ["                    }", "                }", "            }", "        }", "    }",

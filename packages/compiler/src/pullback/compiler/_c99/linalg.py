@@ -18,7 +18,7 @@ from .._fused import FusedKernel
 from .._ir import Node, Value
 from .elementwise import call_loop
 from .emitter import KernelBuilder, ctype_of
-from .omp import parallel_for, simd
+from .omp import parallel_for
 
 ROWS_PER_BLOCK = 4
 DEPTH_PER_STEP = 4
@@ -68,9 +68,6 @@ def _depth_loop(ctype: str, rows: int, n: int, depth: int, b: str, b_off: str, k
             body.append(f"const {ctype} *restrict b{t} = {b} + {b_off} + (kk + {t}) * {kstride};")
             for r in range(rows):
                 body.append(f"const {ctype} a{r}{t} = a{r}[kk + {t}];")
-        simd_pragma = simd()
-        if simd_pragma:
-            body.append(simd_pragma)
         body.append(f"for (int j = 0; j < {n}; j++) {{")
         index = "j" if nstride == 1 else f"j * {nstride}"
         body += [f"    const {ctype} v{t} = b{t}[{index}];" for t in range(step)]

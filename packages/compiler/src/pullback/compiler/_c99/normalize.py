@@ -17,7 +17,6 @@ from .._ir import Node, Value
 from .emitter import KernelBuilder, ctype_of
 from .layout import row_major_strides
 from .linalg import _batch_strides, _offset_expr
-from .omp import simd
 
 
 def _exp(x: str, ctype: str) -> str:
@@ -97,7 +96,6 @@ def layer_norm_rule(node: Node, k: KernelBuilder) -> None:
            "squares += d * d; }",
            f"    const {ctype} m = ({ctype})mean;",
            f"    const {ctype} rstd = ({ctype})(1.0 / sqrt(squares / {n} + {eps!r}));",
-           f"    {simd()}",
            f"    for (int i = 0; i < {n}; i++) {{ const {ctype} v = (row[i] - m) * rstd; "
            f"dst[i] = {scaled}; }}",
            "}")
@@ -154,6 +152,5 @@ def attention_rule(node: Node, k: KernelBuilder) -> None:
            f"        for (int e = 0; e < {width}; e++) dst[e] = {zero};",
            "        for (int j = 0; j < seen; j++) {",
            f"            const {ctype} p = {scores}[j] / ({ctype})sum;",
-           f"            {simd()}",
            f"            for (int e = 0; e < {width}; e++) dst[e] += p * vs[j * {width} + e];",
            "        }", "    }", "}")

@@ -21,7 +21,6 @@ from pullback.registry import get_op
 from .._c_rules import C_SCALAR_RULES
 from .._ir import Node, Value
 from .emitter import KernelBuilder, ctype_of
-from .omp import simd
 
 
 def _reach(out_size: int, in_size: int, stride: int, before: int, dilation: int,
@@ -72,7 +71,6 @@ def direct_conv2d_rule(node: Node, k: KernelBuilder) -> None:
            f"                        const {ctype} *restrict line = src + (r * {sh} - {pt} + "
            f"th * {dh}) * {w};",
            f"                        {ctype} *restrict dst = plane + r * {ow};",
-           f"                        {simd()}",
            f"                        for (int q = lo; q < hi; q++) dst[q] += wv * "
            f"line[q * {sw} + shift];",
            "                    }", "                }", "            }", "        }", "    }", "}")

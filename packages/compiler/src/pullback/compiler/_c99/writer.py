@@ -137,7 +137,7 @@ def source_text(name: str, graph: Graph, emitter: Emitter) -> tuple[str, int]:
              "#include <string.h>", "",
              _PULLBACK_MATH.read_text(), "#ifndef PULLBACK_EXPORT_LOOP_HELPERS",
              "#define PULLBACK_EXPORT_LOOP_HELPERS", LOOP_HELPERS, "#endif", "",
-             "#ifndef PB_OMP_SIMD", OMP_PRELUDE, "#endif", ""]
+             "#ifndef PB_OMP_PARALLEL_FOR", OMP_PRELUDE, "#endif", ""]
     lines += statics + [""] + arenas + [""]
     lines += [text + "\n" for _, text in emitter.helpers.values()]
     lines += [kernel.text() + "\n" for kernel in emitter.kernels]
