@@ -161,3 +161,41 @@ def mismatches(actual: list[np.ndarray], expected: list[np.ndarray],
         if not error <= tolerance:
             bad.append(f"output {i} {np.shape(e)}: relative error {error:.3g}")
     return "; ".join(bad) or None
+
+
+_POSITIVE = {"log", "sqrt", "rsqrt", "log2", "log10", "reciprocal", "pow"}
+_BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "greater", "greater_equal",
+           "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or",
+           "logical_xor", "tanh_backward", "sigmoid_backward", "relu_backward", "gelu_backward"}
+_ATTRS = {"clamp": {"min": -0.25, "max": 0.5}, "cast": {"dtype": np.dtype("float64")},
+          "leaky_relu": {"negative_slope": 0.2}, "softplus": {"beta": 2.0, "threshold": 1.0},
+          "gelu": {"approximate": "tanh"}}
+
+
+def elementwise_case(op: str) -> tuple[Callable[..., Any], tuple[pb.Tensor, ...]]:
+    """``op`` alone as a function of float32 inputs in its domain (a zero, a tie for round,
+    equal pairs for the comparisons, NaN and infinities for the tests of them), and the
+    inputs."""
+    from pullback.registry import get_op
+
+    rng = np.random.default_rng(1)
+    values = rng.uniform(-0.9, 0.9, (3, 5)).astype(np.float32)
+    values[0, :2] = (0.0, 0.5)
+    if op in _POSITIVE:
+        values = np.abs(values) + 0.2
+    elif op == "acosh":
+        values = np.abs(values) + 1.2
+    elif op in ("isnan", "isinf", "isfinite"):
+        values[2, :3] = (np.nan, np.inf, -np.inf)
+    second = rng.uniform(0.2, 0.9, values.shape) * rng.choice([-1.0, 1.0], values.shape)
+    if op in _POSITIVE:
+        second = np.abs(second)
+    second[1, :2] = values[1, :2]
+    x, y = pb.tensor(values), pb.tensor(second.astype(np.float32))
+    args = (x, y) if op in _BINARY else (x > 0, x, y) if op == "where" else (x,)
+    attrs = _ATTRS.get(op, {})
+
+    def f(*a: pb.Tensor) -> pb.Tensor:
+        return pb.dispatch.apply(get_op(op), *a, **attrs)
+
+    return f, args

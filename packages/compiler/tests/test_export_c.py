@@ -14,7 +14,7 @@ import pytest
 import pullback as pb
 import pullback.nn as nn
 from c_export_cases import run_case
-from export_battery import MODELS, build, eager_outputs, mismatches
+from export_battery import MODELS, build, eager_outputs, elementwise_case, mismatches
 from pullback.compiler import ExportError, cortex_m4_unavailable, export_c, trace
 from pullback.compiler._c99.arena import Buffer, plan
 from pullback.compiler._c99.build import compiler
@@ -171,6 +171,28 @@ def test_a_standalone_program_through_the_single_entry_point(tmp_path):
     assert mismatches(run.outputs[0], eager_outputs(model, inputs)) is None
     assert mismatches(run.outputs[1], eager_outputs(model, second)) is None
     assert run.time_ns > 0 and run.cpu_time_ns > 0
+
+
+def test_every_elementwise_op_exports_as_its_kernel_computes(tmp_path):
+    """Generated from the c_scalar rule table: each op alone on inputs of its own, all of them
+    in one export (one compile), each output against the op's kernel."""
+    from pullback.compiler._c_rules import C_SCALAR_RULES
+
+    ops = sorted(C_SCALAR_RULES)
+    cases = [elementwise_case(op) for op in ops]
+    inputs = tuple(a for _, args in cases for a in args)
+
+    def all_ops(*arrays):
+        outs, at = [], 0
+        for f, args in cases:
+            outs.append(f(*arrays[at:at + len(args)]))
+            at += len(args)
+        return tuple(outs)
+
+    export = export_c(all_ops, inputs, tmp_path, name="elementwise")
+    got, want = export.load()(*inputs), eager_outputs(all_ops, inputs)
+    wrong = [op for op, a, e in zip(ops, got, want) if mismatches([a], [e]) is not None]
+    assert not wrong, wrong
 
 
 def test_an_op_without_a_c99_rule_is_named_with_the_line(tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from export_battery import MODELS, build, eager_outputs, mismatches
+from export_battery import MODELS, build, eager_outputs, elementwise_case, mismatches
 from pullback.compiler import ExportError, export_onnx, import_onnx, trace
 from pullback.compiler._onnx import SUPPORTED_OPSETS
 from pullback.compiler._onnx.elementwise import ELEMENTWISE_RULES
@@ -83,39 +83,9 @@ def test_layout_ops_and_reductions_at_every_opset(opset, tmp_path):
         assert problem is None, problem
 
 
-_POSITIVE = {"log", "sqrt", "rsqrt", "log2", "log10", "reciprocal", "pow"}
-_BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "greater", "greater_equal",
-           "less", "less_equal", "equal", "not_equal", "logical_and", "logical_or",
-           "logical_xor"}
-_ATTRS = {"clamp": {"min": -0.25, "max": 0.5}, "cast": {"dtype": np.dtype("float64")},
-          "leaky_relu": {"negative_slope": 0.2}, "softplus": {"beta": 2.0, "threshold": 1.0},
-          "gelu": {"approximate": "tanh"}}
-
-
 @pytest.mark.parametrize("op", sorted(ELEMENTWISE_RULES))
 def test_every_elementwise_rule_matches_its_ops_kernel(op, tmp_path):
-    from pullback.registry import get_op
-
-    rng = np.random.default_rng(1)
-    values = rng.uniform(-0.9, 0.9, (3, 5)).astype(np.float32)
-    values[0, :2] = (0.0, 0.5)  # a zero and a tie for round
-    if op in _POSITIVE:
-        values = np.abs(values) + 0.2
-    elif op == "acosh":
-        values = np.abs(values) + 1.2
-    elif op in ("isnan", "isinf", "isfinite"):
-        values[2, :3] = (np.nan, np.inf, -np.inf)
-    second = rng.uniform(0.2, 0.9, values.shape) * rng.choice([-1.0, 1.0], values.shape)
-    if op in _POSITIVE:
-        second = np.abs(second)
-    second[1, :2] = values[1, :2]  # equal pairs for the comparisons
-    x, y = pb.tensor(values), pb.tensor(second.astype(np.float32))
-    args = (x, y) if op in _BINARY else (x > 0, x, y) if op == "where" else (x,)
-    attrs = _ATTRS.get(op, {})
-
-    def f(*a):
-        return pb.dispatch.apply(get_op(op), *a, **attrs)
-
+    f, args = elementwise_case(op)
     path = tmp_path / f"{op}.onnx"
     export_onnx(f, args, path)
     (got,), (want,) = run_onnx(path, *args), eager_outputs(f, args)
