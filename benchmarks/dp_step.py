@@ -8,6 +8,10 @@ Target (issue 25): the DP-SGD step no slower than Opacus's (``time_vs_opacus <= 
     python benchmarks/dp_step.py                                  # 2 threads, wall clock
     python benchmarks/dp_step.py --threads 1 --clock cpu          # on a busy machine
     python benchmarks/dp_step.py --batches 64                     # one batch size
+    python benchmarks/dp_step.py --threads 1 --clock cpu --order interleaved --out docs/dp
+
+``--out DIR`` also writes dp_step.csv (the JSON lines' fields, one row per model and batch) and
+dp_step.png (milliseconds per step, private and not, both libraries) there.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from __future__ import annotations
 from _nn_bench import OPTIONS, rng_batch, same_weights, time_pair, torch_module
 
 import argparse
+import os
 import sys
 import warnings
 
 from _common import emit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from _nn_example import write_csv  # noqa: E402
 
 import pullback
 import pullback.nn.functional as F
@@ -29,6 +37,7 @@ from pullback.dp import DPOptimizer, GradSampleModule, RDPAccountant
 _parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 _parser.add_argument("--batches", type=int, nargs="+", default=[64, 256])
 _parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
+_parser.add_argument("--out", help="write dp_step.csv and dp_step.png to this folder")
 ARGS, _ = _parser.parse_known_args(sys.argv[1:])
 SIGMA, CLIP, LR = 1.0, 1.0, 0.05
 
@@ -97,6 +106,7 @@ def main() -> None:
         emit(skipped="opacus is not installed (pip install torch==2.13.0 opacus)")
         return
     warnings.filterwarnings("ignore", message="Full backward hook")  # torch, on Opacus's hooks
+    rows: list[dict] = []
     for name in ARGS.models:
         for batch in ARGS.batches:
             torch.manual_seed(0)
@@ -109,15 +119,48 @@ def main() -> None:
                                            opacus_step(torch, name, x_np, y_np, reference, private),
                                            warmup=2, repeats=5, block=3)
             (dp_ours, dp_theirs), (plain_ours, plain_theirs) = times[True], times[False]
-            emit(benchmark="dp_step", model=name, batch=batch, threads=OPTIONS.threads,
-                 clock=OPTIONS.clock, order=OPTIONS.order,
-                 pullback_dp_ms=round(dp_ours * 1e3, 2), opacus_dp_ms=round(dp_theirs * 1e3, 2),
-                 time_vs_opacus=round(dp_ours / dp_theirs, 3),
-                 meets_target=dp_ours <= dp_theirs,
-                 pullback_plain_ms=round(plain_ours * 1e3, 2),
-                 torch_plain_ms=round(plain_theirs * 1e3, 2),
-                 pullback_dp_overhead=round(dp_ours / plain_ours, 2),
-                 opacus_dp_overhead=round(dp_theirs / plain_theirs, 2))
+            row = dict(benchmark="dp_step", model=name, batch=batch, threads=OPTIONS.threads,
+                       clock=OPTIONS.clock, order=OPTIONS.order,
+                       pullback_dp_ms=round(dp_ours * 1e3, 2),
+                       opacus_dp_ms=round(dp_theirs * 1e3, 2),
+                       time_vs_opacus=round(dp_ours / dp_theirs, 3),
+                       meets_target=dp_ours <= dp_theirs,
+                       pullback_plain_ms=round(plain_ours * 1e3, 2),
+                       torch_plain_ms=round(plain_theirs * 1e3, 2),
+                       pullback_dp_overhead=round(dp_ours / plain_ours, 2),
+                       opacus_dp_overhead=round(dp_theirs / plain_theirs, 2))
+            emit(**row)
+            rows.append(row)
+    if ARGS.out and rows:
+        os.makedirs(ARGS.out, exist_ok=True)
+        write_csv(os.path.join(ARGS.out, "dp_step.csv"), rows)
+        plot(os.path.join(ARGS.out, "dp_step.png"), rows)
+
+
+def plot(path: str, rows: list[dict]) -> None:
+    """Grouped bars: per model and batch, ms per step of each library, private and not."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars = [("pullback_dp_ms", "pullback.dp"), ("opacus_dp_ms", "Opacus"),
+            ("pullback_plain_ms", "pullback, non-private"),
+            ("torch_plain_ms", "PyTorch, non-private")]
+    width = 0.2
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k, (key, label) in enumerate(bars):
+        ax.bar([i + (k - 1.5) * width for i in range(len(rows))], [r[key] for r in rows], width,
+               label=label, hatch="" if k < 2 else "//", alpha=1.0 if k < 2 else 0.6)
+    ax.set_xticks(range(len(rows)), [f"{r['model'].upper()}, batch {r['batch']}" for r in rows])
+    ax.set_ylabel(f"ms per step ({rows[0]['clock']} time, {rows[0]['threads']} thread(s))")
+    ax.set_yscale("log")
+    ax.set_title("One DP-SGD step: pullback.dp against Opacus (CPU)")
+    ax.grid(axis="y", alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
