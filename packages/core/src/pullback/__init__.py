@@ -41,6 +41,67 @@ from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
     block_diag, cartesian_prod, diag_embed, meshgrid,
     bernoulli, multinomial, poisson, rand_like, randint_like, randn_like,
 )
+from . import linalg  # noqa: E402 - pullback.linalg, as torch.linalg
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
+from .autograd import is_grad_enabled  # noqa: E402
+from .creation import (  # noqa: E402
+    arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
+    linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, randperm, tensor,
+    uniform, zeros, zeros_like,
+)
+from .backends import Backend, Device, devices, is_available, synchronize  # noqa: E402
+
+device = Device  # pullback.device("cuda:0"), as torch.device
+from .dispatch import DispatchMode, apply  # noqa: E402
+from .dtypes import (  # noqa: E402
+    bfloat16, bool_, can_cast, double, float16, float32, float64, get_default_dtype, half, int8,
+    int16, int32, int64, long, promote_types, result_type, set_default_dtype, uint8,
+)
+from .errors import (  # noqa: E402
+    ArgumentError, AutogradError, AxisError, DeviceError, DTypeError, IndexOutOfRangeError,
+    PullbackError, ShapeError, UnsupportedDTypeError, UnsupportedError,
+)
+from .registry import Op, get_op  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+from .serialization import load, save  # noqa: E402
+from . import accelerator  # noqa: E402
+from .random_generator import Generator  # noqa: E402
+from ._legacy_tensors import (  # noqa: E402
+    BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
+)
+from .plugins import load_plugins as _load_plugins  # noqa: E402
+from ._install_hint import SUBPACKAGES as _SUBPACKAGES  # noqa: E402
+from .errors import MissingPackageError as _MissingPackageError  # noqa: E402
+from ._install_hint import install_missing_subpackage_finder as _install_finder  # noqa: E402
+
+bool = bool_  # noqa: A001 - pullback.bool, as torch.bool
+float = float32  # noqa: A001
+int = int32  # noqa: A001
+
+_load_plugins()
+_install_finder()
+
+# NumPy warns where PyTorch is silent (log(0) is -inf, 0/0 is nan, exp overflows to inf): ignore
+# those warnings when they come from pullback's own kernels, and only there. A user's filter
+# (``-W error``) still comes first.
+_warnings.filterwarnings(
+    "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered",
+    category=RuntimeWarning, module=r"pullback(\.|$)")
+
+# Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
+# ``torch.utils.data.DataLoader``) without importing them: imported on first use.
+_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", *_SUBPACKAGES})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except _MissingPackageError as exc:  # hasattr(pullback, "sutra") stays a plain False
+            raise AttributeError(str(exc)) from None
+    raise AttributeError(f"module 'pullback' has no attribute '{name}'")
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402
 from .creation import (  # noqa: E402

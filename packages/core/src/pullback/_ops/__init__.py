@@ -31,7 +31,7 @@ from .reduce import (
     sum, sum_to, var,
 )
 from . import products, scans, scatter as scattering, shape_extra, sort as sorting
-from . import sampling, special_elementwise
+from . import decompositions, sampling, special_elementwise
 from .sampling import (
     bernoulli, bernoulli_, exponential_, multinomial, poisson, rand_like, randint_like,
     randn_like,

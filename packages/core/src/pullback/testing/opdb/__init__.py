@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from . import creation, elementwise, index, internal, linalg, methods, reduce, shape
-from . import products, scans, scatter, shape_extra, sort, special_elementwise
+from . import decompositions, products, scans, scatter, shape_extra, sort
+from . import special_elementwise
 from ._record import (
     PRIMARY_DTYPES, Arg, BoundSample, ErrorCase, OpRecord, PullbackFactory, Sample, TensorFactory,
     view_of,
@@ -31,7 +32,7 @@ OP_DB: tuple[OpRecord, ...] = (
     *elementwise.RECORDS, *reduce.RECORDS, *shape.RECORDS, *index.RECORDS, *linalg.RECORDS,
     *methods.RECORDS, *internal.RECORDS, *creation.RECORDS, *special_elementwise.RECORDS,
     *products.RECORDS, *scans.RECORDS, *sort.RECORDS, *shape_extra.RECORDS,
-    *scatter.RECORDS,
+    *scatter.RECORDS, *decompositions.RECORDS,
 )
 
 _BY_NAME = {r.name: r for r in OP_DB}
