@@ -124,3 +124,35 @@ def test_an_unsupported_operator_is_named_with_its_opset(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
     with pytest.raises(OnnxImportError, match=r"'Hardmax' .*opset 15, node 'the_hardmax'"):
         import_onnx(model)
+
+
+def test_operators_torch_writes_without_constant_folding_match_onnxruntime():
+    """Batch norm (its statistics stay fixed), dropout at inference, and activations that
+    pullback's exporter writes as formulas: a graph written with onnx.helper."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    c = 3
+    weights = {"scale": rng.standard_normal(c), "bias": rng.standard_normal(c),
+               "mean": rng.standard_normal(c), "var": rng.uniform(0.5, 2.0, c)}
+    initializers = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()]
+    nodes = [helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"],
+                              ["bn"], epsilon=1e-3),
+             helper.make_node("Dropout", ["bn"], ["drop"]),
+             helper.make_node("Elu", ["drop"], ["elu"], alpha=0.7),
+             helper.make_node("Selu", ["drop"], ["selu"]),
+             helper.make_node("HardSigmoid", ["drop"], ["hsig"], alpha=0.3, beta=0.4),
+             helper.make_node("HardSwish", ["drop"], ["hswish"]),
+             helper.make_node("Softplus", ["drop"], ["softplus"]),
+             helper.make_node("Gelu", ["drop"], ["gelu"], approximate="tanh")]
+    outputs = ["elu", "selu", "hsig", "hswish", "softplus", "gelu"]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, 4, 5])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2, c, 4, 5]) for o in outputs],
+        initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    x = (rng.standard_normal((2, c, 4, 5)) * 2).astype(np.float32)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    imported = import_onnx(model)
+    assert mismatches(imported_outputs(imported, x), session.run(None, {"x": x})) is None
+    assert sorted(n for n, _ in imported.named_parameters()) == ["bias", "scale"]

@@ -296,6 +296,37 @@ def _where(ins: Inputs, attrs: dict[str, Any], opset: int) -> list[Any]:
     return [pb.where(*ins)]
 
 
+def _batch_norm(ins: Inputs, attrs: dict[str, Any], opset: int) -> list[Any]:
+    """Inference form (running statistics); ``training_mode`` is refused."""
+    if attrs.get("training_mode", 0):
+        raise NotImplementedError("BatchNormalization with training_mode=1")
+    x, scale, bias, mean, var = ins[:5]
+    return [F.batch_norm(x, mean, var, scale, bias, training=False,
+                         eps=float(attrs.get("epsilon", 1e-5)))]
+
+
+def _hard_sigmoid(ins: Inputs, attrs: dict[str, Any], opset: int) -> list[Any]:
+    alpha, beta = float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5))
+    return [pb.clamp(ins[0] * alpha + beta, 0.0, 1.0)]
+
+
+def _selu(ins: Inputs, attrs: dict[str, Any], opset: int) -> list[Any]:
+    alpha = float(attrs.get("alpha", 1.67326319217681884765625))
+    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
+    return [F.elu(ins[0], alpha) * gamma]
+
+
+def _dropout(ins: Inputs, attrs: dict[str, Any], opset: int) -> list[Any]:
+    """Inference: the input, and a mask of ones."""
+    if len(ins) > 2 and ins[2] is not None and bool(ins[2].item()):
+        raise NotImplementedError("Dropout with training_mode=True")
+    return [ins[0], pb.ones(tuple(ins[0].shape), dtype=np.bool_)]
+
+
+# the inputs of these operators that are statistics, not weights (import_onnx keeps them fixed)
+FIXED_INPUTS = {"BatchNormalization": (3, 4)}
+
+
 IMPORT_OPS: dict[str, ImportOp] = {
     "Add": _binary(lambda a, b: a + b), "Sub": _binary(lambda a, b: a - b),
     "Mul": _binary(lambda a, b: a * b), "Div": _div, "Pow": _binary(lambda a, b: a ** b),
@@ -322,5 +353,10 @@ IMPORT_OPS: dict[str, ImportOp] = {
     "Gather": _gather, "Concat": _concat, "Split": _split, "Shape": _shape, "Cast": _cast,
     "Expand": _expand, "Trilu": _trilu, "Pad": _pad,
     "ReduceSum": _reduce("sum"), "ReduceMean": _reduce("mean"), "ReduceMax": _reduce("amax"),
-    "ReduceMin": _reduce("amin"),
+    "ReduceMin": _reduce("amin"), "BatchNormalization": _batch_norm,
+    "Dropout": _dropout, "Gelu": lambda ins, a, o: [F.gelu(ins[0], a.get("approximate", "none"))],
+    "Elu": lambda ins, a, o: [F.elu(ins[0], float(a.get("alpha", 1.0)))],
+    "Selu": _selu, "HardSigmoid": _hard_sigmoid,
+    "HardSwish": lambda ins, a, o: [ins[0] * _hard_sigmoid([ins[0]], {"alpha": 1 / 6}, o)[0]],
+    "Softplus": lambda ins, a, o: [F.softplus(ins[0])],
 }

@@ -2,7 +2,8 @@
 
 The model's float initializers become Parameters (trainable, in ``state_dict`` under their
 ONNX names with ``.`` and other characters a Module name cannot hold replaced), its other
-initializers and ``Constant`` nodes constant Tensors. ``forward`` runs the nodes in order with
+initializers (integers, batch norm's running statistics) and ``Constant`` nodes constant
+Tensors. ``forward`` runs the nodes in order with
 pullback's ops (:mod:`.import_ops`): autograd records them as any eager forward, so
 ``loss.backward()`` and an optimizer step work, and :func:`pullback.compiler.compile` can
 capture it. Every operator is checked when the model is imported: an unsupported one is an
@@ -67,7 +68,7 @@ def import_onnx(model: Any) -> Any:
     """
     import pullback.nn as nn
 
-    from .import_ops import IMPORT_OPS
+    from .import_ops import FIXED_INPUTS, IMPORT_OPS
 
     proto = _load(model)
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
@@ -91,9 +92,11 @@ def import_onnx(model: Any) -> Any:
             self._slots: dict[str, str] = {}
             self._constants: dict[str, Tensor] = {}
             used: set[str] = set()
+            fixed = {n.input[i] for n in graph.node for i in FIXED_INPUTS.get(n.op_type, ())
+                     if i < len(n.input)}
             for init in graph.initializer:
                 array = np.array(numpy_helper.to_array(init))
-                if array.dtype.kind == "f":
+                if array.dtype.kind == "f" and init.name not in fixed:
                     slot = _slot(init.name, used)
                     self.register_parameter(slot, nn.Parameter(pb.tensor(array)))
                     self._slots[init.name] = slot
