@@ -170,9 +170,12 @@ def test_encoder_layers_are_independent_deep_copies():
 
 
 def test_defaults_and_errors_like_torch():
-    ours, theirs = nn.Transformer(), torch.nn.Transformer()
-    assert (ours.d_model, ours.nhead, ours.batch_first) == (theirs.d_model, theirs.nhead,
-                                                            theirs.batch_first)
+    # The default widths (512, 2048) cost seconds of initialization for nothing: test_layer_api
+    # checks the defaults; here the default depths (6 + 6 layers) give the same state dict.
+    ours = nn.Transformer(d_model=E, nhead=HEADS, dim_feedforward=FF)
+    theirs = torch.nn.Transformer(d_model=E, nhead=HEADS, dim_feedforward=FF)
+    assert (nn.Transformer.__init__.__defaults__[:2], ours.batch_first) == \
+        (torch.nn.Transformer.__init__.__defaults__[:2], theirs.batch_first)
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
         {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
     layer = nn.TransformerEncoderLayer(E, HEADS)

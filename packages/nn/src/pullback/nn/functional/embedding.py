@@ -68,7 +68,8 @@ def _lookup(flat: Tensor, weight: Tensor, padding_idx: int | None,
     return rows
 
 
-def _padding_index(where: str, padding_idx: int | None, num: int) -> int | None:
+def padding_index(where: str, padding_idx: int | None, num: int) -> int | None:
+    """``padding_idx`` in [0, num) (negative ones count from the end), checked."""
     if padding_idx is None:
         return None
     if not -num <= padding_idx < num:
@@ -94,7 +95,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if weight.ndim != 2:
         raise ShapeError(f"{where}: weight must be 2-D, got shape {tuple(weight.shape)}")
     _check_range(where, input, weight)
-    padding_idx = _padding_index(where, padding_idx, weight.shape[0])
+    padding_idx = padding_index(where, padding_idx, weight.shape[0])
     rows = _lookup(input.reshape(-1), weight, padding_idx, max_norm, norm_type,
                    scale_grad_by_freq)
     return rows.reshape(tuple(input.shape) + (weight.shape[1],))
@@ -165,7 +166,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         raise ArgumentError(f"{where}: per_sample_weights is only supported for mode='sum', got "
                             f"mode={mode!r}")
     _check_range(where, input, weight)
-    padding_idx = _padding_index(where, padding_idx, weight.shape[0])
+    padding_idx = padding_index(where, padding_idx, weight.shape[0])
     flat, bag, n_bags, sample_weights = _bags(where, input, offsets, include_last_offset,
                                               per_sample_weights)
     keep = np.ones(bag.shape, dtype=bool) if padding_idx is None else (

@@ -29,6 +29,22 @@ def _affine(module: Module, shape: tuple[int, ...], weight: bool, bias: bool, de
         module.register_parameter("bias", None)
 
 
+def _per_channel_state(module: Module, num_features: int, eps: float, momentum: float | None,
+                       affine: bool, track_running_stats: bool, bias: bool, device: Any,
+                       dtype: Any) -> None:
+    """The options, affine parameters and running-statistics buffers (PyTorch's names) that
+    batch and instance norms share."""
+    module.num_features, module.eps, module.momentum = num_features, eps, momentum
+    module.affine, module.track_running_stats = affine, track_running_stats
+    _affine(module, (num_features,), affine, affine and bias, device, dtype)
+    kw = {"device": device, "dtype": dtype}
+    tracked = {"running_mean": pullback.zeros(num_features, **kw),
+               "running_var": pullback.ones(num_features, **kw),
+               "num_batches_tracked": pullback.zeros((), dtype="int64", device=device)}
+    for name, value in tracked.items():
+        module.register_buffer(name, value if track_running_stats else None)
+
+
 class _BatchNorm(Module):
     _ndims: tuple[int, ...] = ()
 
@@ -36,19 +52,8 @@ class _BatchNorm(Module):
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
                  dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _affine(self, (num_features,), affine, affine and bias, device, dtype)
-        if track_running_stats:
-            kw = {"device": device, "dtype": dtype}
-            self.register_buffer("running_mean", pullback.zeros(num_features, **kw))
-            self.register_buffer("running_var", pullback.ones(num_features, **kw))
-            self.register_buffer("num_batches_tracked",
-                                 pullback.zeros((), dtype="int64", device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _per_channel_state(self, num_features, eps, momentum, affine, track_running_stats, bias,
+                           device, dtype)
 
     def reset_running_stats(self) -> None:
         """Running mean 0, running variance 1, no batch seen."""
@@ -171,19 +176,8 @@ class _InstanceNorm(Module):
                  affine: bool = False, track_running_stats: bool = False, device: Any = None,
                  dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _affine(self, (num_features,), affine, affine and bias, device, dtype)
-        kw = {"device": device, "dtype": dtype}
-        if track_running_stats:
-            self.register_buffer("running_mean", pullback.zeros(num_features, **kw))
-            self.register_buffer("running_var", pullback.ones(num_features, **kw))
-            self.register_buffer("num_batches_tracked",
-                                 pullback.zeros((), dtype="int64", device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _per_channel_state(self, num_features, eps, momentum, affine, track_running_stats, bias,
+                           device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         name = type(self).__name__

@@ -10,6 +10,7 @@ from pullback.errors import ShapeError
 from pullback.tensor import Tensor
 
 from .. import functional as F
+from ..functional.embedding import padding_index
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
@@ -51,11 +52,7 @@ class Embedding(Module):
                  _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for "
-                                 f"{num_embeddings} embeddings")
-            padding_idx %= num_embeddings
+        padding_idx = padding_index("Embedding", padding_idx, num_embeddings)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
@@ -115,11 +112,7 @@ class EmbeddingBag(Module):
                  include_last_offset: bool = False, padding_idx: int | None = None,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"EmbeddingBag: padding_idx {padding_idx} is out of range for "
-                                 f"{num_embeddings} embeddings")
-            padding_idx %= num_embeddings
+        padding_idx = padding_index("EmbeddingBag", padding_idx, num_embeddings)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
