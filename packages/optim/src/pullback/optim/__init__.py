@@ -32,6 +32,7 @@ from .clip import clip_grad_norm_, clip_grad_value_
 from .errors import (
     HyperparameterError, NonFiniteNormError, OptimizerError, OptimizerTypeError, ParamGroupError,
 )
+from .lbfgs import LBFGS
 from .lion import Lion
 from .nadam import NAdam
 from .optimizer import OPTIMIZERS, Optimizer, mark_modified
@@ -43,7 +44,7 @@ from .sparse_adam import SparseAdam
 
 __all__ = [
     "ASGD", "OPTIMIZERS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax",
-    "HyperparameterError", "Lion", "NAdam", "NonFiniteNormError", "Optimizer", "OptimizerError",
+    "HyperparameterError", "LBFGS", "Lion", "NAdam", "NonFiniteNormError", "Optimizer", "OptimizerError",
     "OptimizerTypeError", "ParamGroupError", "RAdam", "RMSprop", "Rprop", "SparseAdam",
     "__version__", "clip_grad_norm_", "clip_grad_value_", "lr_scheduler", "mark_modified",
 ]

@@ -54,6 +54,9 @@ class Optimizer:
         defaults: the hyper-parameters given to the constructor.
     """
 
+    supports_param_groups = True  # False: one group only (LBFGS's flat vector)
+    requires_closure = False  # True: step(closure) re-evaluates the loss itself (LBFGS)
+
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = dict(defaults)
         self.param_groups: list[dict[str, Any]] = []
