@@ -128,7 +128,7 @@ def activity_figures(runs: dict[str, dict[str, Any]], path: str) -> None:
     axes[2].set_yscale("log")
     axes[2].set_title("less energy (x), float32, Horowitz 45 nm")
     for ax in axes:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="lower right" if ax is axes[0] else "best")
     fig.suptitle("784-1000-10 LIF SNN, T = 25, Fashion-MNIST test set (pullback.spanda)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
