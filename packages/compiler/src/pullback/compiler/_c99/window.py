@@ -87,6 +87,9 @@ def _pool_loops(k: KernelBuilder, node: Node, body: list[str], init: str, finish
     planes, (oh, ow) = x.shape[0] * x.shape[1], out.shape[2:]
     ctype = ctype_of(out.dtype)
     xp, yp = k.read(x), k.write(out)
+    # whether some window reaches outside the input (padding, ceil mode): only then test bounds
+    rows_leave = pt > 0 or (oh - 1) * sh - pt + (khs - 1) * dh >= h
+    cols_leave = pl > 0 or (ow - 1) * sw - pl + (kws - 1) * dw >= w
     k.line(f"for (int p = 0; p < {planes}; p++) {{",
            f"    const {ctype} *restrict src = {xp} + p * {h * w};",
            f"    for (int r = 0; r < {oh}; r++) {{",
@@ -94,10 +97,10 @@ def _pool_loops(k: KernelBuilder, node: Node, body: list[str], init: str, finish
            f"            {ctype} acc = {init};",
            f"            for (int th = 0; th < {khs}; th++) {{",
            f"                const int i = r * {sh} - {pt} + th * {dh};",
-           f"                if (i < 0 || i >= {h}) continue;",
+           *([f"                if (i < 0 || i >= {h}) continue;"] if rows_leave else []),
            f"                for (int tw = 0; tw < {kws}; tw++) {{",
            f"                    const int j = q * {sw} - {pl} + tw * {dw};",
-           f"                    if (j < 0 || j >= {w}) continue;",
+           *([f"                    if (j < 0 || j >= {w}) continue;"] if cols_leave else []),
            f"                    const {ctype} v = src[i * {w} + j];",
            *["                    " + line for line in body],
            "                }", "            }",
