@@ -13,8 +13,9 @@ add 0.9 pJ, multiply 3.7 pJ; int32 0.1 / 3.1 pJ; int8 0.03 / 0.2 pJ).
 
 Two ratios answer "how many fewer operations": against the ANN (one pass per image) and against
 the same SNN evaluated densely (every input multiplied, zeros included, a constant input once as
-in the event-driven count: what sparsity alone buys, the seed's 28.57x = 1 / (1 - 0.965)). The energy ratios weight accumulates (one add) and
-multiply-accumulates (multiply + add); the seed's 146.03x is 28.57 x 4.6 / 0.9.
+in the event-driven count: what sparsity alone buys, the seed's 28.57x = 1 / (1 - 0.965)). The
+energy ratios weight accumulates (one add) and multiply-accumulates (multiply + add); the seed's
+146.03x is 28.57 x 4.6 / 0.9.
 """
 
 from __future__ import annotations
