@@ -178,3 +178,27 @@ CASES += [
     Case("register_parametrization-symmetric", parametrized(
         lambda m: m.Linear(4, 4), "weight", symmetric), normal(3, 4)),
 ]
+
+
+def quiet(make):
+    """``make`` with the deprecation warning of the old weight_norm silenced (both sides)."""
+    def build(m):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return make(m)
+    return build
+
+
+CASES += [
+    # PyTorch's older, hook-based forms (weight_g/weight_v, weight_orig/weight_u/weight_v)
+    Case("utils.weight_norm-Linear", quiet(lambda m: m.utils.weight_norm(m.Linear(5, 3))),
+         normal(4, 5)),
+    Case("utils.weight_norm-Conv1d-dim-None", quiet(lambda m: m.utils.weight_norm(
+        m.Conv1d(2, 3, 3), dim=None)), normal(2, 2, 6)),
+    Case("utils.spectral_norm-Linear", lambda m: m.utils.spectral_norm(m.Linear(5, 4)),
+         normal(3, 5), ("train", "eval")),
+    Case("utils.spectral_norm-ConvTranspose1d-2-iterations", lambda m: m.utils.spectral_norm(
+        m.ConvTranspose1d(3, 2, 3), n_power_iterations=2), normal(2, 3, 5), ("train", "eval")),
+]

@@ -157,3 +157,17 @@ def test_embedding_max_norm_renormalizes_the_weight_in_place_like_torch():
     np.testing.assert_allclose(np.asarray(ours.weight.detach()), theirs.weight.detach().numpy(),
                                rtol=1e-12)
     assert not ours.weight.requires_grad  # from_pretrained freezes by default
+
+
+@pytest.mark.parametrize("name,shape,args", [
+    ("max_pool1d_with_indices", (2, 3, 7), (3, 2)), ("max_pool2d_with_indices", (1, 2, 5, 6), (2,)),
+    ("max_pool3d_with_indices", (1, 1, 4, 4, 3), (2, 1, 1)),
+    ("adaptive_max_pool1d_with_indices", (2, 3, 7), (3,)),
+    ("adaptive_max_pool2d_with_indices", (1, 2, 5, 6), ((2, 4),)),
+    ("adaptive_max_pool3d_with_indices", (1, 1, 4, 4, 3), (2,))])
+def test_with_indices_functions_match_torch(name, shape, args):
+    x = np.random.default_rng(0).standard_normal(shape)
+    values, indices = getattr(nn.functional, name)(pullback.tensor(x), *args)
+    t_values, t_indices = getattr(torch.nn.functional, name)(torch.tensor(x), *args)
+    np.testing.assert_allclose(np.asarray(values), t_values.numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(indices), t_indices.numpy())

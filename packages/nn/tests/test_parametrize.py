@@ -122,3 +122,28 @@ def test_errors_name_the_tensor():
     layer = parametrizations.weight_norm(nn.Linear(2, 2))
     with pytest.raises(ValueError, match="cannot be left unparametrized"):
         parametrize.remove_parametrizations(layer, "weight", leave_parametrized=False)
+
+
+@pytest.mark.parametrize("kind", ["weight_norm", "spectral_norm"])
+def test_the_hook_based_forms_remove_like_torch(kind):
+    import warnings
+
+    theirs = torch.nn.Linear(4, 3).double()
+    ours = nn.Linear(4, 3)
+    ours.to("float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        getattr(torch.nn.utils, kind)(theirs)
+        with pytest.warns(FutureWarning) if kind == "weight_norm" else warnings.catch_warnings():
+            getattr(nn.utils, kind)(ours)
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((2, 4))
+    np.testing.assert_allclose(ours(pullback.tensor(x)).detach().numpy(),
+                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+    getattr(nn.utils, "remove_" + kind)(ours)
+    getattr(torch.nn.utils, "remove_" + kind)(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())  # weight re-registered last
+    np.testing.assert_allclose(np.asarray(ours.weight.detach()), theirs.weight.detach().numpy(),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="not found"):
+        getattr(nn.utils, "remove_" + kind)(ours)

@@ -110,6 +110,8 @@ def render() -> str:
         listed = ", ".join(f"`{n}`" for n in sorted(names))
         lines.append(f"| {where if where.startswith('core') else f'`{where}`'} | {listed} |")
     lines.append(f"| `nn.init` | {', '.join(f'`{n}`' for n in sorted(init.__all__))} |")
+    top = sorted(n for n in utils.__all__ if not inspect.ismodule(getattr(utils, n)))
+    lines.append(f"| `nn.utils` | {', '.join(f'`{n}`' for n in top)} |")
     for sub in ("parametrize", "parametrizations", "rnn", "convert_parameters"):
         names = _public(getattr(utils, sub))
         lines.append(f"| `nn.utils.{sub}` | {', '.join(f'`{n}`' for n in sorted(names))} |")

@@ -39,6 +39,11 @@ from .pooling import (
     max_pool3d, max_unpool1d, max_unpool2d, max_unpool3d,
 )
 from .sampling import affine_grid, grid_sample
+from .with_indices import (
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices, max_pool1d_with_indices, max_pool2d_with_indices,
+    max_pool3d_with_indices,
+)
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
@@ -53,6 +58,9 @@ __all__ = [
     "adaptive_max_pool3d", "avg_pool1d", "avg_pool3d", "conv3d", "conv_transpose1d",
     "conv_transpose3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d", "max_pool3d",
     "max_unpool1d", "max_unpool2d", "max_unpool3d", "pad",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
     # resampling
     "affine_grid", "channel_shuffle", "fold", "grid_sample", "interpolate", "pixel_shuffle",
     "pixel_unshuffle", "unfold", "upsample", "upsample_bilinear", "upsample_nearest",
