@@ -13,7 +13,7 @@ import pullback as pb
 from ...dispatch import apply
 from ...dtypes import is_floating, to_dtype
 from ...errors import (
-    ArgumentError, DeviceError, DivisionByZeroError, DTypeError, ShapeError,
+    ArgumentError, ArgumentTypeError, DeviceError, DivisionByZeroError, DTypeError, ShapeError,
 )
 from ...registry import OPS
 from . import _torch
@@ -37,9 +37,13 @@ def _i64(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
 
 
 def _mismatch(name: str) -> ErrorFn:
-    """Operands that do not broadcast: a ShapeError naming the op and both shapes."""
-    return lambda rng: [ErrorCase((Arg(_f64((2, 3), rng)), Arg(_f64((4,), rng))), ShapeError,
-                                  rf"{name}.*\(2, 3\).*\(4,\)")]
+    """Operands that do not broadcast: a ShapeError naming the op and both shapes; and an
+    operand that is no Tensor, number or array (a list): a TypeError naming the op and it."""
+    return lambda rng: [
+        ErrorCase((Arg(_f64((2, 3), rng)), Arg(_f64((4,), rng))), ShapeError,
+                  rf"{name}.*\(2, 3\).*\(4,\)"),
+        ErrorCase((Arg(_f64((2,), rng)), [1.0, 2.0]), ArgumentTypeError,
+                  rf"^{name}: argument 1 is a list \(\[1.0, 2.0\]\)", label="list-operand")]
 
 
 def _float_operands(name: str, arity: int) -> ErrorFn:
