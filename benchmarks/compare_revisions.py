@@ -102,8 +102,10 @@ def main() -> None:
                         help="the plugins both sides load (PULLBACK_PLUGINS)")
     parser.add_argument("--fields", default="pullback_ms,torch_ms,ratio",
                         help="comma separated numeric fields to report ('all' for every one)")
-    parser.add_argument("extra", nargs="*", help="arguments for the script (after --)")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    extra = argv[split + 1:]  # after --: the benchmark script's own arguments
     fields = None if args.fields == "all" else set(args.fields.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         trees = {rev: checkout(rev, Path(tmp)) for rev in (args.before, args.after)}
@@ -114,7 +116,7 @@ def main() -> None:
                 check_origin(tree, envs[rev])
             for _ in range(args.rounds):
                 for rev, tree in trees.items():
-                    for record in run(tree, envs[rev], args.script, args.extra):
+                    for record in run(tree, envs[rev], args.script, extra):
                         for field, value in record.items():
                             if (isinstance(value, (int, float)) and not isinstance(value, bool)
                                     and (fields is None or field in fields)):
