@@ -2,10 +2,10 @@
 to a microcontroller's (no runtime, no allocation, nothing but libm).
 
 See :func:`export_c`; the parts: :mod:`.emitter` (kernels and where values live), the op rules
-(:mod:`.linalg`, :mod:`.window`, :mod:`.normalize`, :mod:`.layout`, :mod:`.elementwise`),
-:mod:`.arena` (the static memory plan), :mod:`.names` (identifiers), :mod:`.writer` (the text),
-:mod:`.build` (compiling and loading it), :mod:`.program` and :mod:`.cortex_m` (a standalone
-program, natively and on an emulated Cortex-M4).
+(:mod:`.linalg`, :mod:`.conv`, :mod:`.window`, :mod:`.normalize`, :mod:`.layout`,
+:mod:`.elementwise`), :mod:`.arena` (the static memory plan), :mod:`.names` (identifiers),
+:mod:`.writer` (the text), :mod:`.build` (compiling and loading it), :mod:`.program` and
+:mod:`.cortex_m` (a standalone program, natively and on an emulated Cortex-M4).
 """
 
 from __future__ import annotations

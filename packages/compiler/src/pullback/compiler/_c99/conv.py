@@ -22,6 +22,7 @@ from .emitter import KernelBuilder, ctype_of
 from .window import direct_conv2d_rule
 
 CHANNELS_PER_PASS = 4
+ROW_TAPS = 7  # kernels up to this wide add a whole row of taps per pass over the outputs
 
 
 def conv2d_rule(node: Node, k: KernelBuilder) -> None:
@@ -91,18 +92,26 @@ def _pass(ctype: str, rows: int, first: str, count: int, groups: int, opg: int, 
         init = f"{bias}[o0 + {r}]" if bias else zero
         lines += [f"        {ctype} *restrict c{r} = result + (o0 + {r}) * {oh * wp};",
                   f"        for (int j = 0; j < {span}; j++) c{r}[j] = {init};"]
+    # a row of taps at a time (all of kw up to ROW_TAPS): each output is loaded and stored once
+    # per row of the kernel, not once per tap, and still adds the taps in order
+    taps = kw if kw <= ROW_TAPS else 1
     lines += [f"        for (int ci = 0; ci < {cpg}; ci++) {{",
               f"            for (int th = 0; th < {kh}; th++) {{",
-              f"                for (int tw = 0; tw < {kw}; tw++) {{",
+              f"                for (int tw = 0; tw < {kw}; tw += {taps}) {{",
               f"                    const {ctype} *restrict v = input + (g * {cpg} + ci) * "
               f"{hp * wp} + th * {dh * wp} + tw * {dw};",
               f"                    const int tap = (ci * {kh} + th) * {kw} + tw;"]
     for r in range(rows):
-        lines.append(f"                    const {ctype} w{r} = {wt}[(o0 + {r}) * "
-                     f"{cpg * kh * kw} + tap];")
-    lines += [f"                    for (int j = 0; j < {span}; j++) {{",
-              f"                        const {ctype} s = v[j];"]
-    lines += [f"                        c{r}[j] += w{r} * s;" for r in range(rows)]
+        for t in range(taps):
+            lines.append(f"                    const {ctype} w{r}_{t} = {wt}[(o0 + {r}) * "
+                         f"{cpg * kh * kw} + tap + {t}];")
+    lines += [f"                    for (int j = 0; j < {span}; j++) {{"]
+    lines += [f"                        const {ctype} s{t} = v[j + {t * dw}];" for t in range(taps)]
+    for r in range(rows):
+        total = f"c{r}[j]"
+        for t in range(taps):
+            total = f"({total} + w{r}_{t} * s{t})"
+        lines.append(f"                        c{r}[j] = {total};")
     lines += ["                    }", "                }", "            }", "        }", "    }",
               "}"]
     return lines
