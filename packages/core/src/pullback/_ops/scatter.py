@@ -169,37 +169,43 @@ def scatter(x: Any, dim: int, index: Any, src: Any = None, *, value: Any = None,
     return where(_written(x, axis, index), placed, x)
 
 
-def _along(x: Any, dim: int, index: Any, name: str) -> tuple[int, np.ndarray]:
+def _along(x: Any, dim: int, index: Any, name: str) -> tuple[int, Any]:
+    """The axis, and ``index`` as a 1-D int64 tensor with negative entries counted from the
+    end. Kept a tensor (not read into Python) so that vmap batches these functions."""
+    from ..dispatch import state
+    from .elementwise import add, lt, where
+
     axis = normalize_axes(dim, max(x.ndim, 1), name)[0]
-    idx = np.asarray(index.array if hasattr(index, "array") else index)
-    if idx.ndim > 1 or idx.dtype.kind not in "iu":
-        raise ShapeError(f"{name}: index must be a 1-D integer tensor, got shape "
-                         f"{idx.shape} of {idx.dtype}")
+    index = _as_index_tensor(x, index)
+    _check_index(name, index)
+    if index.ndim > 1:
+        raise ShapeError(f"{name}: index must be 1-D, got shape {tuple(index.shape)}")
     n = x.shape[axis] if x.ndim else 1
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        raise IndexOutOfRangeError(f"{name}: index {int(idx.max() if idx.max() >= n else idx.min())}"
-                                   f" is out of range for dimension {dim} of size {n}")
-    return axis, idx.reshape(-1) % max(n, 1)
+    if not state.modes and index.numel():  # a range check the host can read
+        values = index.numpy()
+        bad = values[(values < -n) | (values >= n)]
+        if bad.size:
+            raise IndexOutOfRangeError(f"{name}: index {int(bad[0])} is out of range for "
+                                       f"dimension {dim} of size {n}")
+    index = index.to("int64")
+    return axis, where(lt(index, 0), add(index, n), index)
 
 
-def _mask_along(x: Any, axis: int, idx: np.ndarray) -> Any:
-    from ..creation import tensor
+def _scattered(values: Any, idx: Any, axis: int, shape: tuple[int, ...]) -> Any:
+    """Zeros of ``shape`` with the slices of ``values`` added at ``idx`` along ``axis``."""
+    return apply(_take_scatter_add(), values, idx, axis=axis, shape=shape)
 
-    mask = np.zeros(x.shape[axis] if x.ndim else 1, dtype=bool)
-    mask[idx] = True
+
+def _mask_along(x: Any, axis: int, idx: Any) -> Any:
+    """Where ``idx`` writes along ``axis``: a bool tensor broadcasting against ``x``."""
+    from ..creation import ones
+    from .shape import reshape
+
+    n = x.shape[axis] if x.ndim else 1
+    hits = _scattered(ones(tuple(idx.shape), dtype="int64", device=x.device), idx, 0, (n,))
     shape = [1] * max(x.ndim, 1)
-    shape[axis] = mask.size
-    return tensor(mask.reshape(shape), device=x.device)
-
-
-def index_add(x: Any, dim: int, index: Any, source: Any, *, alpha: float = 1) -> Any:
-    """``x`` with the slices of ``source`` added at ``index`` along ``dim`` (repeats add)."""
-    from .elementwise import add, mul
-
-    axis, idx = _along(x, dim, index, "index_add")
-    idx_t = _as_index_tensor(x, idx)
-    src = source if alpha == 1 else mul(source, alpha)
-    return add(x, apply(_take_scatter_add(), src, idx_t, axis=axis, shape=tuple(x.shape)))
+    shape[axis] = n
+    return reshape(hits > 0, tuple(shape))
 
 
 def _take_scatter_add() -> Op:
@@ -208,13 +214,21 @@ def _take_scatter_add() -> Op:
     return TAKE_SCATTER_ADD
 
 
+def index_add(x: Any, dim: int, index: Any, source: Any, *, alpha: float = 1) -> Any:
+    """``x`` with the slices of ``source`` added at ``index`` along ``dim`` (repeats add)."""
+    from .elementwise import add, mul
+
+    axis, idx = _along(x, dim, index, "index_add")
+    src = source if alpha == 1 else mul(source, alpha)
+    return add(x, _scattered(src.to(x.dtype), idx, axis, tuple(x.shape)))
+
+
 def index_copy(x: Any, dim: int, index: Any, source: Any) -> Any:
     """``x`` with its slices at ``index`` along ``dim`` replaced by those of ``source``."""
     from .elementwise import where
 
     axis, idx = _along(x, dim, index, "index_copy")
-    placed = apply(_take_scatter_add(), source.to(x.dtype), _as_index_tensor(x, idx), axis=axis,
-                   shape=tuple(x.shape))
+    placed = _scattered(source.to(x.dtype), idx, axis, tuple(x.shape))
     return where(_mask_along(x, axis, idx), placed, x)
 
 
@@ -227,56 +241,49 @@ def index_fill(x: Any, dim: int, index: Any, value: Any) -> Any:
     return where(_mask_along(x, axis, idx), value, x)
 
 
-def _flat_write(x: Any, positions: np.ndarray, values: Any, accumulate: bool) -> Any:
-    """``x`` with the flattened ``values`` written (or added) at flat ``positions``."""
-    from ..creation import tensor
-    from .elementwise import add, where
-    from .shape import reshape
-
-    flat = reshape(x, (-1,))
-    placed = apply(_take_scatter_add(), reshape(values, (-1,)).to(x.dtype),
-                   _as_index_tensor(x, positions), axis=0, shape=(flat.shape[0],))
-    if accumulate:
-        out = add(flat, placed)
-    else:
-        mask = np.zeros(flat.shape[0], dtype=bool)
-        mask[positions] = True
-        out = where(tensor(mask, device=x.device), placed, flat)
-    return reshape(out, tuple(x.shape))
-
-
 def masked_scatter(x: Any, mask: Any, source: Any) -> Any:
     """``x`` with the positions where ``mask`` (bool, broadcast) is true filled, in order,
     from the leading elements of ``source``."""
-    from .index import getitem
-    from .shape import reshape
+    from ..dispatch import state
+    from .elementwise import maximum, sub, where
+    from .index import TAKE
+    from .reduce import cumsum
+    from .shape import broadcast_to, reshape
 
     if mask.dtype.kind != "b":
         raise DTypeError(f"masked_scatter: mask must be bool, got {mask.dtype}")
-    shape = tuple(np.broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
-    if tuple(x.shape) != shape:
+    try:
+        shape = tuple(np.broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
+    except ValueError:
+        shape = None
+    if shape != tuple(x.shape):
         raise ShapeError(f"masked_scatter: mask {tuple(mask.shape)} must broadcast to the input "
                          f"{tuple(x.shape)}")
-    m = np.broadcast_to(np.asarray(mask.array), shape)
-    positions = np.flatnonzero(m)
-    if positions.size > source.numel():
-        raise ShapeError(f"masked_scatter: the mask selects {positions.size} elements, source "
-                         f"has only {source.numel()}")
-    values = getitem(reshape(source, (-1,)), slice(0, positions.size))
-    return _flat_write(x, positions, values, accumulate=False)
+    flat_mask = reshape(broadcast_to(mask, shape), (-1,))
+    if not state.modes:
+        count = int(flat_mask.numpy().sum())
+        if count > source.numel():
+            raise ShapeError(f"masked_scatter: the mask selects {count} elements, source has "
+                             f"only {source.numel()}")
+    # The k-th selected position takes source's k-th element: its rank among the selected.
+    rank = maximum(sub(cumsum(flat_mask, 0), 1), 0)
+    values = apply(TAKE, reshape(source, (-1,)).to(x.dtype), rank, axis=0)
+    return reshape(where(flat_mask, values, reshape(x, (-1,))), tuple(x.shape))
 
 
 def put(x: Any, index: Any, source: Any, accumulate: bool = False) -> Any:
     """``x`` (as if flattened) with ``source`` written at the flat ``index`` (negative from the
     end), or added with ``accumulate=True``."""
-    idx = np.asarray(index.array if hasattr(index, "array") else index).reshape(-1)
-    n = x.numel()
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        raise IndexOutOfRangeError(f"put: index {int(idx.max() if idx.max() >= n else idx.min())}"
-                                   f" is out of range for a tensor of {n} elements")
-    if idx.size != source.numel():
-        raise ShapeError(f"put: index has {idx.size} elements, source {source.numel()}")
-    return _flat_write(x, idx % max(n, 1), source, accumulate)
+    from .elementwise import add, where
+    from .shape import reshape
+
+    flat = reshape(x, (-1,))
+    if index.numel() != source.numel():
+        raise ShapeError(f"put: index has {index.numel()} elements, source {source.numel()}")
+    _, idx = _along(flat, 0, reshape(_as_index_tensor(x, index), (-1,)), "put")
+    placed = _scattered(reshape(source, (-1,)).to(x.dtype), idx, 0, (flat.shape[0],))
+    out = add(flat, placed) if accumulate else where(_mask_along(flat, 0, idx), placed, flat)
+    return reshape(out, tuple(x.shape))
 
 
 def take(x: Any, index: Any) -> Any:

@@ -208,7 +208,8 @@ def repeat_interleave(x: Any, repeats: Any, dim: int | None = None) -> Any:
         x, d = reshape(x, (-1,)), 0
     else:
         d = _axis(x, dim, "repeat_interleave")
-    counts = np.asarray(repeats.array if isinstance(repeats, Tensor) else repeats)
+    # The counts decide the result's size: read on the host (vmap refuses batched counts).
+    counts = np.asarray(repeats.detach().numpy() if isinstance(repeats, Tensor) else repeats)
     if counts.ndim > 1 or (counts.ndim == 1 and counts.shape[0] != x.shape[d]) or (
             counts < 0).any():
         raise ShapeError(f"repeat_interleave: repeats must be a non-negative int or one count "

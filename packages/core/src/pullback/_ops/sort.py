@@ -14,7 +14,6 @@ smallest most frequent value at its last occurrence, as PyTorch's.
 
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 from typing import Any
 
@@ -269,66 +268,64 @@ def quantile(x: Any, q: Any, dim: Any = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Any:
     """The ``q``-quantiles (``q`` a number or a 1-D tensor in [0, 1]) of all elements or along
     ``dim``, interpolating between the two nearest ranks as ``interpolation`` says. A tensor
-    ``q`` puts its axis first in the result; a row holding NaN gives NaN."""
+    ``q`` puts its axis first in the result; a row holding NaN gives NaN.
+
+    The ranks are computed with ops from ``q``, so a tensor ``q`` may itself be batched (vmap).
+    """
+    from ..creation import tensor
+    from ..dispatch import state
     from ..tensor import Tensor
     from .elementwise import add, isnan, mul, sub, where
-    from .index import GATHER, getitem
+    from .index import GATHER, getitem, index_select
     from .reduce import ANY
-    from .shape import reshape, stack
+    from .rounding import ceil, floor, round as round_
+    from .shape import reshape, unsqueeze
+    from .shape_extra import movedim
 
     if interpolation not in _INTERPOLATIONS:
         raise ArgumentError(f"quantile: interpolation must be one of {_INTERPOLATIONS}, got "
                             f"{interpolation!r}")
     if x.dtype.kind not in "fV":
         raise DTypeError(f"quantile: input must be floating, got {x.dtype}")
-    qs = np.asarray(q.array if isinstance(q, Tensor) else q, dtype=np.float64)
-    if qs.ndim > 1 or (qs.size and (qs.min() < 0 or qs.max() > 1)):
-        raise ArgumentError(f"quantile: q must be a number or a 1-D tensor in [0, 1], got {q!r}")
+    scalar = not isinstance(q, Tensor) or q.ndim == 0
+    if isinstance(q, Tensor) and q.ndim > 1:
+        raise ArgumentError(f"quantile: q must be a number or a 1-D tensor, got shape "
+                            f"{tuple(q.shape)}")
+    # The range is checked on values the host can read (not on samples inside vmap).
+    host_q = None if isinstance(q, Tensor) and state.modes else np.asarray(
+        q.detach().cpu().numpy() if isinstance(q, Tensor) else q, dtype=np.float64)
+    if host_q is not None and host_q.size and (host_q.min() < 0 or host_q.max() > 1):
+        raise ArgumentError(f"quantile: q must be in [0, 1], got {host_q.tolist()}")
+    qt = q.to(x.dtype) if isinstance(q, Tensor) else tensor(float(q), dtype=x.dtype,
+                                                              device=x.device)
+    qt = reshape(qt, (-1,))
     whole = dim is None
     x_in, axis = (reshape(x, (-1,)), 0) if whole else (_as_1d(x), _axis(x, dim, "quantile"))
     n = x_in.shape[axis]
     if n == 0:
         raise ShapeError(f"quantile: empty dimension (shape {tuple(x.shape)})")
-    order = apply(ARGSORT, x_in, axis=axis)
-    ranked = apply(GATHER, x_in, order, axis=axis)
-    has_nan = apply(ANY, isnan(x_in), axis=axis, keepdims=True)
-    last = getitem(ranked, _rank(axis, n - 1))
-    results = []
-    for p in qs.reshape(-1):
-        pos = float(p) * (n - 1)
-        lo, hi = math.floor(pos), math.ceil(pos)
-        frac = pos - lo
-        if interpolation == "lower" or (interpolation == "nearest" and _rounds_down(pos)):
-            hi, frac = lo, 0.0
-        elif interpolation in ("higher", "nearest"):
-            lo, frac = hi, 0.0
-        elif interpolation == "midpoint":
-            frac = 0.5 if hi != lo else 0.0
-        below = getitem(ranked, _rank(axis, lo))
-        value = below if hi == lo or frac == 0.0 else add(
-            below, mul(sub(getitem(ranked, _rank(axis, hi)), below), frac))
-        # A row holding NaN gives its last sorted element (a NaN), which takes the gradient,
-        # as in PyTorch.
-        results.append(where(has_nan, last, value))
-    out = stack(results, axis=0)  # (len(q), ...) with the reduced axis kept as size 1
-    if whole:
-        rest: tuple[int, ...] = (1,) * x.ndim if keepdim else ()
-    elif keepdim and x.ndim:
-        rest = tuple(x_in.shape[:axis]) + (1,) + tuple(x_in.shape[axis + 1:])
-    else:
-        rest = tuple(s for d, s in enumerate(x_in.shape) if d != axis) if x.ndim else ()
-    out = reshape(out, (len(results),) + rest)
-    return out if qs.ndim else reshape(out, rest)
-
-
-def _rank(axis: int, i: int) -> tuple[Any, ...]:
-    """The key of the ``i``-th sorted element along ``axis``, kept as a size-1 axis."""
-    return (slice(None),) * axis + (slice(i, i + 1),)
-
-
-def _rounds_down(pos: float) -> bool:
-    """``nearest`` rounds half to even, as PyTorch (``torch.round``)."""
-    return round(pos) == math.floor(pos)
+    ranked = movedim(apply(GATHER, x_in, apply(ARGSORT, x_in, axis=axis), axis=axis), axis, -1)
+    pos = mul(qt, n - 1)
+    lo, hi = floor(pos), ceil(pos)
+    if interpolation == "lower":
+        hi = lo
+    elif interpolation == "higher":
+        lo = hi
+    elif interpolation == "nearest":  # half to even, as torch.round
+        lo = hi = round_(pos)
+    frac = mul(sub(hi, lo), 0.5) if interpolation == "midpoint" else sub(pos, lo)
+    below = index_select(ranked, -1, lo.to("int64"))
+    above = index_select(ranked, -1, hi.to("int64"))
+    value = add(below, mul(sub(above, below), frac))  # torch.lerp(below, above, frac)
+    # A row holding NaN gives its last sorted element (a NaN), which takes the gradient, as in
+    # PyTorch.
+    has_nan = apply(ANY, isnan(ranked), axis=-1, keepdims=True)
+    value = where(has_nan, getitem(ranked, (Ellipsis, slice(n - 1, n))), value)
+    out = movedim(value, -1, 0)  # (len(q), the other axes)
+    if keepdim:
+        out = reshape(out, (out.shape[0],) + (1,) * x.ndim) if whole else (
+            unsqueeze(out, axis + 1) if x.ndim else out)
+    return reshape(out, tuple(out.shape[1:])) if scalar else out
 
 
 def unique(x: Any, sorted: bool = True, return_inverse: bool = False,  # noqa: A002

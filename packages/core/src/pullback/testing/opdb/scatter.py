@@ -129,7 +129,7 @@ RECORDS = [
     _record("index_add", _along_samples("add"), ("take_scatter_add", "add")),
     _record("index_copy", _along_samples("copy"), ("take_scatter_add", "where")),
     _record("index_fill", _along_samples("fill"), ("where",)),
-    _record("masked_scatter", _masked_samples, ("take_scatter_add", "where"),
+    _record("masked_scatter", _masked_samples, ("cumsum", "take", "where"),
             torch=_method("masked_scatter"),
             errors=lambda rng: [ErrorCase((Arg(np.ones(3)), Arg(np.ones(3)), Arg(np.ones(3))),
                                           DTypeError, "masked_scatter: mask must be bool")]),
