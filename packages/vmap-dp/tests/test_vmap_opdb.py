@@ -34,9 +34,12 @@ def _refusal(record, args, dims) -> str | None:
     """The pattern of the error vmap must raise for these in_dims, or None. Batched boolean
     masks as index keys: each sample may select a different number of elements, so vmap
     refuses them (as functorch does) even where the counts happen to agree."""
-    if record.name == "getitem[advanced]" and any(
+    if record.name in ("getitem[advanced]", "masked_select") and any(
             d is not None and a.value.dtype == bool for a, d in zip(args, dims)):
         return "boolean mask"
+    if record.name == "repeat_interleave" and any(
+            d is not None and a.value.dtype.kind == "i" for a, d in zip(args, dims)):
+        return "on a batched tensor inside vmap"  # the counts decide the result's size
     if record.name in HOST_VALUED and any(d is not None for d in dims):
         return r"bool\(\) on a batched tensor"
     return None

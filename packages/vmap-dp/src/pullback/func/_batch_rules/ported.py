@@ -2,7 +2,8 @@
 along one ``axis`` of a single input (cumprod, logcumsumexp, the running-extremum index,
 argsort, the mode index) run on the whole batch with the axis shifted past the batch dim. Ops
 whose output size depends on the values (unique, nonzero) run once per sample, as PyTorch's
-vmap cannot batch them either; so, for now, does scatter_reduce."""
+vmap cannot batch them either; so, for now, does scatter_reduce. The matrix functions of
+pullback.linalg work on the last two axes of any stack: the batch dim goes first."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from pullback.dispatch import apply
 from pullback.registry import Op
 
-from ._util import front, shift_axis
+from ._util import align_front, front, shift_axis
 from .fallback import loop_fallback
 
 
@@ -31,7 +32,17 @@ def searchsorted(op: Op, args: tuple[Any, ...], bdims: tuple[Any, ...], size: in
     return loop_fallback(op, args, bdims, size, **attrs)
 
 
+def matrix_stack(op: Op, args: tuple[Any, ...], bdims: tuple[Any, ...], size: int, /,
+                 **attrs: Any) -> tuple[Any, int]:
+    """A matrix function over the last two axes, which batches over the leading ones: the
+    batched arguments front-batched and padded to one sample rank, so that the stacks line up
+    (unbatched ones broadcast against every sample)."""
+    return apply(op, *align_front(args, bdims), **attrs), 0
+
+
 RULES = {
+    **{name: matrix_stack for name in ("inv", "det", "logabsdet", "slogdet_sign", "solve",
+                                       "cholesky", "qr", "svd", "eigh", "matrix_exp")},
     **{name: along_axis for name in ("cumprod", "logcumsumexp", "cumextremum_index", "argsort",
                                      "mode_index")},
     "searchsorted": searchsorted, "unique": loop_fallback, "nonzero": loop_fallback,

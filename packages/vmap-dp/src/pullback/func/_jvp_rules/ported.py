@@ -1,5 +1,7 @@
 """jvp rules of ops core added for ported PyTorch code that no family rule covers exactly:
-cumprod and logcumsumexp (scans), scatter_reduce."""
+cumprod and logcumsumexp (scans), scatter_reduce, and the matrix functions of pullback.linalg
+(the differentials of inv, det, solve, cholesky, qr, svd, eigh and expm; the decompositions'
+with the same conventions as their grad rules: eigh sees the symmetric part of the tangent)."""
 
 from __future__ import annotations
 
@@ -62,4 +64,107 @@ def _scatter_reduce(F: Any, tangents: Any, out: Any, x: Any, idx: Any, src: Any,
     return summed(self_ties * tx, src_ties * ts) / summed(self_ties, src_ties)
 
 
-RULES = {"cumprod": _cumprod, "logcumsumexp": _logcumsumexp, "scatter_reduce": _scatter_reduce}
+def _mT(F: Any, x: Any) -> Any:  # noqa: N802
+    return F.swapaxes(x, a=-1, b=-2)
+
+
+def _trace(F: Any, m: Any) -> Any:
+    return F.sum(F.mul(m, F.eye(m.shape[-1], like=m)), axis=(-2, -1))
+
+
+def _diag(F: Any, m: Any) -> Any:
+    return F.sum(F.mul(m, F.eye(m.shape[-1], like=m)), axis=-1)
+
+
+def _gaps(F: Any, v: Any) -> Any:
+    """1 / (v_j - v_i) off the diagonal, 0 on it."""
+    k = v.shape[-1]
+    d = F.sub(F.reshape(v, shape=tuple(v.shape[:-1]) + (1, k)),
+              F.reshape(v, shape=tuple(v.shape) + (1,)))
+    eye = F.eye(k, like=v)
+    return F.mul(F.div(1.0, F.add(d, eye)), F.sub(1.0, eye))
+
+
+def _inv(F: Any, tangents: Any, out: Any, x: Any) -> Any:
+    return F.neg(F.matmul(out, F.matmul(tangents[0], out)))
+
+
+def _det(F: Any, tangents: Any, out: Any, x: Any) -> Any:
+    return F.mul(out, _trace(F, F.solve(x, tangents[0])))
+
+
+def _logabsdet(F: Any, tangents: Any, out: Any, x: Any) -> Any:
+    return _trace(F, F.solve(x, tangents[0]))
+
+
+def _solve(F: Any, tangents: Any, out: Any, a: Any, b: Any) -> Any:
+    ta, tb = tangents
+    rhs = tb if tb is not None else F.mul(out, 0.0)
+    if ta is not None:
+        rhs = F.sub(rhs, F.matmul(ta, out))
+    return F.solve(a, rhs)
+
+
+def _cholesky(F: Any, tangents: Any, out: Any, x: Any) -> Any:
+    # dL = L phi(L^-1 dA L^-T), phi: the lower triangle with the diagonal halved.
+    linv = F.inv(out)
+    inner = F.matmul(linv, F.matmul(tangents[0], _mT(F, linv)))
+    half = F.mul(F.mul(inner, F.eye(inner.shape[-1], like=inner)), 0.5)
+    return F.matmul(out, F.sub(F.tril(inner), half))
+
+
+def _matrix_exp(F: Any, tangents: Any, out: Any, x: Any) -> Any:
+    n = x.shape[-1]
+    zeros = F.mul(x, 0.0)
+    block = F.cat(F.cat(x, tangents[0], axis=-1), F.cat(zeros, x, axis=-1), axis=-2)
+    return F.getitem(F.matrix_exp(block), key=(Ellipsis, slice(0, n), slice(n, 2 * n)))
+
+
+def _qr(F: Any, tangents: Any, out: Any, x: Any, *, part: str) -> Any:
+    # C = Q^T dA R^-1; Omega = tril(C, -1) - tril(C, -1)^T; dR = (C - Omega) R,
+    # dQ = (dA - Q dR) R^-1 (m >= n).
+    t = tangents[0]
+    q, r = F.qr(x, part="Q"), F.qr(x, part="R")
+    c = _mT(F, F.solve(_mT(F, r), _mT(F, F.matmul(_mT(F, q), t))))
+    low = F.tril(c, k=-1)
+    dr = F.matmul(F.sub(c, F.sub(low, _mT(F, low))), r)
+    if part == "R":
+        return dr
+    return _mT(F, F.solve(_mT(F, r), _mT(F, F.sub(t, F.matmul(q, dr)))))
+
+
+def _svd(F: Any, tangents: Any, out: Any, x: Any, *, part: str) -> Any:
+    t = tangents[0]
+    u, s, vh = F.svd(x, part="U"), F.svd(x, part="S"), F.svd(x, part="Vh")
+    v = _mT(F, vh)
+    p = F.matmul(_mT(F, u), F.matmul(t, v))  # U^T dA V
+    if part == "S":
+        return _diag(F, p)
+    gaps = _gaps(F, F.mul(s, s))
+    s_row = F.reshape(s, shape=tuple(s.shape[:-1]) + (1, s.shape[-1]))
+    s_col = F.reshape(s, shape=tuple(s.shape) + (1,))
+    if part == "U":
+        inner = F.mul(gaps, F.add(F.mul(p, s_row), F.mul(s_col, _mT(F, p))))
+        outside = F.matmul(t, v)
+        outside = F.sub(outside, F.matmul(u, F.matmul(_mT(F, u), outside)))
+        return F.add(F.matmul(u, inner), F.div(outside, s_row))
+    inner = F.mul(gaps, F.add(F.mul(s_col, p), F.mul(_mT(F, p), s_row)))
+    outside = F.matmul(_mT(F, t), u)
+    outside = F.sub(outside, F.matmul(v, F.matmul(vh, outside)))
+    return _mT(F, F.add(F.matmul(v, inner), F.div(outside, s_row)))
+
+
+def _eigh(F: Any, tangents: Any, out: Any, x: Any, *, part: str, uplo: str = "L") -> Any:
+    t = tangents[0]
+    sym = F.mul(F.add(t, _mT(F, t)), 0.5)
+    v = F.eigh(x, part="vectors", uplo=uplo)
+    p = F.matmul(_mT(F, v), F.matmul(sym, v))
+    if part == "values":
+        return _diag(F, p)
+    return F.matmul(v, F.mul(_gaps(F, F.eigh(x, part="values", uplo=uplo)), p))
+
+
+RULES = {"cumprod": _cumprod, "logcumsumexp": _logcumsumexp, "scatter_reduce": _scatter_reduce,
+         "inv": _inv, "det": _det, "logabsdet": _logabsdet, "solve": _solve,
+         "cholesky": _cholesky, "matrix_exp": _matrix_exp, "qr": _qr, "svd": _svd,
+         "eigh": _eigh}
