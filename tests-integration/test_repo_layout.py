@@ -22,6 +22,10 @@ IDS = [f.name for f in FOLDERS]
 # Imported only when a feature needs them, and declared as extras: CUDA, and data-parallel
 # training (pullback-gpt under mpiexec).
 OPTIONAL_IMPORTS = {"cupy", "cupyx", "pullback.cuda", "pullback.distributed"}
+# Imported inside the one function that delegates to them, whose error names the distribution to
+# install when it is missing: pullback.onnx.export (torch's name) runs pullback-compiler's
+# exporter; nn.utils.clip_grad_norm_ (torch's name) is pullback.optim's clipping.
+DELEGATED_IMPORTS = {"pullback": {"pullback.compiler"}, "pullback-nn": {"pullback.optim"}}
 
 
 def project(folder: Path) -> dict[str, Any]:
@@ -115,10 +119,12 @@ def test_dependencies_are_exactly_what_the_code_imports(folder: Path) -> None:
             top = module.split(".")[0]
             if top in sys.stdlib_module_names or top == "__future__":
                 continue
-            if top in OPTIONAL_IMPORTS or ".".join(module.split(".")[:2]) in OPTIONAL_IMPORTS:
+            sub = ".".join(module.split(".")[:2])
+            if top in OPTIONAL_IMPORTS or sub in OPTIONAL_IMPORTS:
+                continue
+            if sub in DELEGATED_IMPORTS.get(own, ()):
                 continue
             if top == "pullback":
-                sub = ".".join(module.split(".")[:2])
                 needed.add(canonicalize_name(owners.get(sub, "pullback")))
             elif top in import_owner:
                 dists = {canonicalize_name(d) for d in import_owner[top]}
