@@ -24,6 +24,7 @@ runs/dp_fashion_mnist/), and ends with one JSON line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -65,14 +66,16 @@ def train(args: Any, train_set: TensorDataset, test: tuple[pb.Tensor, pb.Tensor]
             target_delta=DELTA, epochs=args.epochs, max_grad_norm=args.clip)
     start = time.perf_counter()
     for _ in range(args.epochs):
-        batches = loader
-        if target_epsilon is not None and args.physical_batch:
-            batches = BatchMemoryManager(data_loader=loader, optimizer=optimizer,
-                                         max_physical_batch_size=args.physical_batch).__enter__()
-        for images, labels in batches:
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(images), labels).backward()
-            optimizer.step()
+        with contextlib.ExitStack() as stack:
+            batches = loader
+            if target_epsilon is not None and args.physical_batch:
+                batches = stack.enter_context(BatchMemoryManager(
+                    data_loader=loader, optimizer=optimizer,
+                    max_physical_batch_size=args.physical_batch))
+            for images, labels in batches:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(images), labels).backward()
+                optimizer.step()
     seconds = time.perf_counter() - start
     row = {"run": "non-private" if target_epsilon is None else "private",
            "target_epsilon": target_epsilon if target_epsilon is not None else math.inf,
