@@ -154,3 +154,18 @@ def test_arithmetic_with_constants_and_shapes():
     np.testing.assert_allclose(x.sum(1).var.numpy(), x.var.numpy().sum(1))
     np.testing.assert_allclose(x.mean_over(1).var.numpy(), x.var.numpy().sum(1) / 9)
     assert x[0].shape == (3,) and x.reshape(3, 2).shape == (3, 2) and x.flatten().shape == (6,)
+
+
+def test_a_tensor_on_the_left_defers_to_the_distribution():
+    # Tensor's operators return NotImplemented for a DistributionalTensor, so its reflected
+    # operators run: the same moments as with the tensor on the right.
+    x = _dt((2, 3))
+    t = pb.tensor(np.random.default_rng(4).normal(size=(2, 3)))
+    w = pb.tensor(np.random.default_rng(5).normal(size=(4, 2)))
+    for got, want in [(t + x, x + t), (t * x, x * t), (t - x, -(x - t))]:
+        assert isinstance(got, pr.DistributionalTensor)
+        np.testing.assert_allclose(got.mean.numpy(), want.mean.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(got.var.numpy(), want.var.numpy(), rtol=1e-12)
+    left = w @ x  # deterministic weights on the left: variance through their squares
+    assert isinstance(left, pr.DistributionalTensor)
+    np.testing.assert_allclose(left.var.numpy(), (w * w).numpy() @ x.var.numpy(), rtol=1e-12)
