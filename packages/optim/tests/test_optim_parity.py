@@ -84,13 +84,7 @@ def _label(kwargs: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in kwargs.items()) or "defaults"
 
 
-@pytest.fixture(autouse=True)
-def torch_float64():
-    # PyTorch keeps scalar state (NAdam's mu_product, steps) in the default dtype
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("torch_float64")
 
 
 def run_both(name: str, groups: list[dict[str, Any]], kwargs: dict[str, Any],

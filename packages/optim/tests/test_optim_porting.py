@@ -15,13 +15,7 @@ from pullback.optim.errors import ParamGroupError
 torch = pytest.importorskip("torch", reason="PyTorch is the oracle of these tests")
 
 
-@pytest.fixture(autouse=True)
-def torch_float64():
-    # PyTorch keeps ASGD's eta and mu in the default dtype: float64, as pullback's floats
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("torch_float64")
 
 
 def test_asgd_averages_the_iterates_as_torch() -> None:
