@@ -83,7 +83,8 @@ def per_sample_chunks(module: Any, params: dict[str, Tensor], args: tuple[Any, .
                 f"the loss uses output {k} of the model, of shape {tuple(c.shape)}, whose dim 0 "
                 f"is not the batch ({size} samples): per-sample gradients take dim 0 of every "
                 "output as the sample dim (a recurrent layer's final state is (layers, batch, "
-                "hidden): use its output sequence, or move the batch first)")
+                "hidden): have the model return its output sequence, or the state with the "
+                "batch moved first)")
     arg_leaves, arg_spec = tree_flatten(args)
     arg_dims = tree_unflatten([0 if isinstance(a, Tensor) else None for a in arg_leaves],
                               arg_spec)
