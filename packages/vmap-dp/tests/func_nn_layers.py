@@ -258,6 +258,18 @@ REFUSED: dict[str, tuple[Callable[[], Any], list[Maker], str]] = {
 # Layers whose parameters carry PyTorch's names: per-sample gradients against torch.func too.
 # name -> the same layer built from ``torch.nn`` (passed in, so that this module needs no torch).
 TORCH_TWINS: dict[str, Callable[[Any], Any]] = {
+    "Bilinear": lambda tnn: tnn.Bilinear(3, 4, 2),
+    "Conv1d": lambda tnn: tnn.Conv1d(2, 3, 3),
+    "Conv2d-reflect": lambda tnn: tnn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"),
+    "ConvTranspose2d": lambda tnn: tnn.ConvTranspose2d(2, 3, 3, stride=2),
+    "Embedding": lambda tnn: tnn.Embedding(6, 3),
+    "EmbeddingBag": lambda tnn: tnn.EmbeddingBag(6, 3),
+    "EmbeddingBag-max": lambda tnn: tnn.EmbeddingBag(6, 3, mode="max"),
+    "LayerNorm": lambda tnn: tnn.LayerNorm(5),
+    "RMSNorm": lambda tnn: tnn.RMSNorm(5),
+    "GroupNorm": lambda tnn: tnn.GroupNorm(2, 4),
+    "MultiheadAttention": lambda tnn: tnn.MultiheadAttention(4, 2, batch_first=True),
+    "PReLU": lambda tnn: tnn.PReLU(),
     "Conv3d": lambda tnn: tnn.Conv3d(2, 3, 2, padding=1),
     "ConvTranspose1d": lambda tnn: tnn.ConvTranspose1d(2, 3, 3, stride=2),
     "ConvTranspose3d": lambda tnn: tnn.ConvTranspose3d(2, 2, 2, stride=2),
