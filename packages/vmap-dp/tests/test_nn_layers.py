@@ -241,3 +241,35 @@ def test_recurrent_jacobians_and_hessian_compose() -> None:
         minus = grad(energy)(pb.tensor(x - step.reshape(x.shape))).detach().numpy().reshape(-1)
         fd[:, k] = (plus - minus) / (2 * eps)
     np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("wrap", ["weight_norm", "spectral_norm", "parametrizations.weight_norm",
+                                  "parametrizations.spectral_norm"])
+def test_per_sample_gradients_through_reparametrized_weights(wrap) -> None:
+    """functional_call replaces the parameters a reparametrization reads (weight_g/weight_v,
+    weight_orig, parametrizations.weight.original*): per-sample gradients reach them. Spectral
+    norm runs in eval mode (its power iteration updates buffers in place in training)."""
+    pb.manual_seed(0)
+    fn = nn.utils
+    for part in wrap.split("."):
+        fn = getattr(fn, part)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # the hook-based weight_norm, as torch
+        module = fn(nn.Linear(4, 3)).double()
+    if "spectral" in wrap:
+        module.eval()
+    params = {k: v.detach() for k, v in module.named_parameters()}
+    assert "weight" not in params  # the reparametrized originals only
+    xs = np.random.default_rng(7).standard_normal((B, 2, 4))
+
+    def loss(p, x):
+        return (functional_call(module, p, (x,)) ** 2).sum()
+
+    per_sample = vmap(grad(loss), in_dims=(None, 0))(params, pb.tensor(xs))
+    for b in range(B):
+        module.zero_grad()
+        (module(pb.tensor(xs[b])) ** 2).sum().backward()
+        for k, p in module.named_parameters():
+            assert np.abs(p.grad.numpy()).max() > 0
+            np.testing.assert_allclose(per_sample[k].numpy()[b], p.grad.numpy(), rtol=1e-10,
+                                       atol=1e-12, err_msg=f"{wrap} {k} sample {b}")
