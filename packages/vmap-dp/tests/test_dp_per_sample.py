@@ -223,3 +223,27 @@ def test_evaluation_and_no_grad_run_the_model_itself() -> None:
         model.take_per_sample_gradients()
     assert model.state_dict().keys() == module.state_dict().keys()
     assert model.in_features == 3  # attributes of the wrapped model
+
+
+class SequenceClassifier(nn.Module):
+    """A batch-first LSTM read at its last step, then a linear layer: DP-SGD on sequences."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(3, 5, num_layers=2, batch_first=True)
+        self.head = nn.Linear(5, 2)
+
+    def forward(self, x: pb.Tensor) -> pb.Tensor:
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+def test_a_recurrent_classifier_matches_a_loop() -> None:
+    pb.manual_seed(0)
+    module = SequenceClassifier().double()
+    assert ModuleValidator.is_valid(module)
+    rng = np.random.default_rng(3)
+    x = pb.tensor(rng.standard_normal((4, 6, 3)))
+    weights = [rng.standard_normal((4, 2))]
+    got = per_sample(GradSampleModule(module, loss_reduction="sum", chunk_size=3), [x], weights)
+    assert_matches(got, loop_reference(module, [x], weights), "SequenceClassifier")
