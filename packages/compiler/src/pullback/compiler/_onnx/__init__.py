@@ -34,7 +34,7 @@ def _onnx() -> Any:
     try:
         import onnx
     except ImportError:
-        raise ImportError("export_onnx needs the onnx package: pip install "
+        raise ImportError("ONNX export and import need the onnx package: pip install "
                           "'pullback-compiler[onnx]' (or pip install onnx)") from None
     return onnx
 

@@ -26,7 +26,9 @@ from ..errors import OnnxImportError
 
 
 def _load(model: Any) -> Any:
-    import onnx
+    from . import _onnx
+
+    onnx = _onnx()
 
     if isinstance(model, (str, Path)):
         return onnx.load(str(model))
