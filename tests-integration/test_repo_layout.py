@@ -21,7 +21,8 @@ IDS = [f.name for f in FOLDERS]
 # declares CuPy as it sees fit): CuPy itself and pullback.cuda's fused kernels.
 # Imported only when a feature needs them, and declared as extras: CUDA, and data-parallel
 # training (pullback-gpt under mpiexec).
-OPTIONAL_IMPORTS = {"cupy", "cupyx", "pullback.cuda", "pullback.distributed"}
+# onnx: pullback-compiler's ONNX export and import, its [onnx] extra (a clear ImportError without)
+OPTIONAL_IMPORTS = {"cupy", "cupyx", "pullback.cuda", "pullback.distributed", "onnx"}
 # Imported inside the one function that delegates to them, whose error names the distribution to
 # install when it is missing: pullback.onnx.export (torch's name) runs pullback-compiler's
 # exporter; nn.utils.clip_grad_norm_ (torch's name) is pullback.optim's clipping.
