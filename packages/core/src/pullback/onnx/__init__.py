@@ -83,7 +83,7 @@ def _exporter() -> Any:
     if not _installed("pullback-compiler"):
         raise MissingSubpackageError(missing_distribution_message("pullback.onnx.export",
                                                                   "pullback-compiler"))
-    from pullback.compiler import export_onnx  # type: ignore[import-untyped,unused-ignore]
+    from pullback.compiler import export_onnx  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     return export_onnx
 
