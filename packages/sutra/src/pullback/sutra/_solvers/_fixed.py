@@ -15,6 +15,26 @@ from ._runge_kutta import ButcherTableau, combine, stages
 MAX_EVENT_STEPS = 20000
 
 
+class UniformGrid(Sequence[float]):
+    """``start + k * step`` for ``k < count``, the last point ``end``: computed when read, so a
+    solve of N steps keeps no list of N times (the adjoint's memory must not grow with N)."""
+
+    def __init__(self, start: float, step: float, count: int, end: float) -> None:
+        self.start, self.step, self.count, self.end = start, step, count, end
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self.count))]
+        if k < 0:
+            k += self.count
+        if not 0 <= k < self.count:
+            raise IndexError(k)
+        return self.end if k == self.count - 1 else self.start + k * self.step
+
+
 class FixedGridSolver(Solver):
     """Base of the fixed-grid solvers: subclasses implement :meth:`step`.
 
@@ -98,7 +118,8 @@ class FixedGridSolver(Solver):
         if not all_finite(self.xp, y1):
             self.raise_non_finite(n, t0, lambda: self.step(t0, dt, t1, y0, None))
 
-    def _grid(self, times: Sequence[Any], times_f: Sequence[float]) -> tuple[list[Any], list[float]]:
+    def _grid(self, times: Sequence[Any],
+              times_f: Sequence[float]) -> tuple[Sequence[Any], Sequence[float]]:
         """The grid as values (Tensors where ``t`` has a gradient) and as floats."""
         start, end = times_f[0], times_f[-1]
         if self.grid_constructor is not None:
@@ -112,10 +133,10 @@ class FixedGridSolver(Solver):
             return list(times), list(times_f)
         h = self.step_size
         count = math.ceil((end - start) / h + 1)
-        grid_f = [start + k * h for k in range(count)]
-        grid_f[-1] = end
+        uniform = UniformGrid(start, h, count, end)
         if isinstance(times[0], float):
-            return grid_f, grid_f
+            return uniform, uniform
+        grid_f = list(uniform)
         # t has a gradient: every grid point moves with t[0], the last one is t[-1].
         grid = [times[0]] + [times[0] + k * h for k in range(1, count - 1)] + [times[-1]]
         return grid, grid_f
