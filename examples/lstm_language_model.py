@@ -12,14 +12,14 @@ predicted once, in windows of the training length, nats per character, the unit 
     python examples/lstm_language_model.py [--steps 2000] [--data DIR] [--out DIR] [--smoke]
 
 --data is TinyShakespeare's folder or input.txt (default: $PULLBACK_DATA, else
-~/.cache/pullback). Writes metrics.csv (step, train loss, validation estimate, seconds) and
-sample.txt to --out (default runs/lstm_language_model/). Times are wall clock, with whatever
+~/.cache/pullback). Writes metrics.csv (step, train loss, validation estimate, seconds; the
+whole split's loss in the last row), metrics.png and sample.txt to --out (default
+runs/lstm_language_model/). Times are wall clock, with whatever
 else the machine runs.
 """
 
 from __future__ import annotations
 
-import csv
 import time
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from pullback.gpt import CharDataset, tinyshakespeare_path
 from pullback.gpt.tokenizer import CharTokenizer
 
 from _example import data_set, example_parser, output_dir
+from _nn_example import plot, write_csv
 
 
 class CharLSTM(nn.Module):
@@ -115,7 +116,9 @@ def main(argv: list[str] | None = None) -> None:
         train_seconds += time.perf_counter() - start
         if step % every == 0 or step == steps:
             estimate = validation_loss(model, data, seq, 64, limit=val_limit)
-            rows.append((step, loss.item(), estimate, train_seconds))
+            rows.append({"step": step, "train_loss": round(loss.item(), 5),
+                         "val_first_windows": round(estimate, 5),
+                         "train_seconds": round(train_seconds, 2), "val_full": ""})
             print(f"step {step:5d}  train loss {loss.item():.4f}  val (first {val_limit} "
                   f"windows) {estimate:.4f}  {train_seconds:.0f} s")
     val = validation_loss(model, data, seq, 64, limit=val_limit if args.smoke else None)
@@ -123,15 +126,16 @@ def main(argv: list[str] | None = None) -> None:
           f"{'a few windows' if args.smoke else 'the whole validation split'}; "
           f"training {train_seconds:.1f} s for {steps} steps "
           f"({1e3 * train_seconds / steps:.0f} ms/step)")
-    with open(out / "metrics.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", "train_loss", "val_estimate", "train_seconds"])
-        writer.writerows([(s, f"{a:.5f}", f"{b:.5f}", f"{t:.2f}") for s, a, b, t in rows])
-        writer.writerow(["final", "", f"{val:.5f}", f"{train_seconds:.2f}"])
+    rows[-1]["val_full"] = round(val, 5)
+    write_csv(str(out / "metrics.csv"), rows)
+    plot(str(out / "metrics.png"), [r["step"] for r in rows],
+         {"train loss (batch)": [r["train_loss"] for r in rows],
+          f"validation (first {val_limit} windows)": [r["val_first_windows"] for r in rows]},
+         "step", f"char LSTM on TinyShakespeare: validation {val:.3f} nats/char")
     text_out = sample(model, tokenizer, "ROMEO:", 40 if args.smoke else 400, rng)
     (out / "sample.txt").write_text(text_out + "\n", encoding="utf-8")
     print(text_out)
-    print(f"wrote {out / 'metrics.csv'} and {out / 'sample.txt'}")
+    print(f"wrote {out / 'metrics.csv'}, {out / 'metrics.png'} and {out / 'sample.txt'}")
 
 
 if __name__ == "__main__":
