@@ -222,6 +222,7 @@ _WITHOUT_PULLBACK_CUDA = """
     import pullback as torch
     assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
     torch.cuda.manual_seed(0)
+    torch.cuda.manual_seed_all(0)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     print(device, "|", torch.cuda.unavailable_reason())
     try:
@@ -281,3 +282,34 @@ def test_saving_a_whole_module_points_to_the_state_dict() -> None:
     message = str(info.value)
     assert "\n" not in message and "a whole Linear is not saved" in message
     assert "state_dict()" in message
+
+
+# -- what device-selection and seeding boilerplate asks -------------------------------------------
+
+def test_backend_switches_and_queries_as_torch() -> None:
+    for lib in (pb, torch):
+        lib.backends.cudnn.benchmark = True
+        lib.backends.cudnn.deterministic = True
+        assert lib.backends.cudnn.benchmark and lib.backends.cudnn.deterministic
+        lib.backends.cudnn.benchmark = False
+        lib.backends.cudnn.deterministic = False
+    assert pb.backends.mps.is_available() is torch.backends.mps.is_available() is False
+    assert pb.backends.mps.is_built() is False
+    assert pb.backends.cudnn.is_available() is False
+
+
+def test_thread_count_and_cuda_seeding_calls_run() -> None:
+    previous = pb.get_num_threads()
+    pb.set_num_threads(1)
+    assert pb.get_num_threads() == 1
+    pb.set_num_threads(previous)
+    assert pb.get_num_threads() == previous
+    pb.cuda.manual_seed(0)  # a no-op without a GPU, as torch.cuda.manual_seed
+    pb.cuda.manual_seed_all(0)
+
+
+def test_load_takes_weights_only(tmp_path: Any) -> None:
+    pb.save({"w": pb.ones(2)}, tmp_path / "w.safetensors")
+    for flag in (True, False, None):
+        loaded = pb.load(tmp_path / "w.safetensors", map_location="cpu", weights_only=flag)
+        np.testing.assert_array_equal(loaded["w"].numpy(), [1.0, 1.0])

@@ -66,6 +66,7 @@ from .tensor import Tensor  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import accelerator  # noqa: E402
 from .random_generator import Generator  # noqa: E402
+from ._cpu_parallel import get_num_threads, set_num_threads  # noqa: E402
 from ._legacy_tensors import (  # noqa: E402
     BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
 )

@@ -287,3 +287,7 @@ def synchronize(dev: str | Device = "cpu") -> None:
     """Wait for queued work on a device (a no-op on the CPU)."""
     d = Device(dev)
     d.backend.synchronize(d.index or 0)
+
+
+# torch.backends.cudnn / torch.backends.mps, for ported scripts (no effect; see the module).
+from ._backend_flags import cudnn, mps  # noqa: E402, F401 - public names of this module

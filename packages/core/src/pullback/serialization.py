@@ -220,7 +220,8 @@ def _host_array(obj: Any) -> np.ndarray:
     return arr
 
 
-def load(path: str | os.PathLike[str] | BinaryIO, map_location: Any = None) -> Any:
+def load(path: str | os.PathLike[str] | BinaryIO, map_location: Any = None, *,
+         weights_only: bool | None = None) -> Any:
     """Load what :func:`save` wrote (or any safetensors file, as a flat dict of tensors).
 
     Args:
@@ -228,6 +229,8 @@ def load(path: str | os.PathLike[str] | BinaryIO, map_location: Any = None) -> A
             position to its end).
         map_location: a device (``"cpu"``, ``"cuda:0"``) for every tensor; by default each
             tensor goes back to the device it was saved from.
+        weights_only: accepted for ``torch.load``'s signature and ignored: a checkpoint holds
+            no code, so loading is always weights-only.
 
     Raises:
         CheckpointError: the file is truncated, malformed or not a safetensors file.

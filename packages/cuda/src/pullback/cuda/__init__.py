@@ -34,7 +34,8 @@ ensure_registered("pullback.cuda._plugin", "cuda", "pullback-cuda")
 
 __all__ = [
     "KERNELS", "__version__", "amp", "custom_kernels_enabled", "device_count", "fused_adamw_",
-    "fused_adamw_supported", "is_available", "memory_info", "synchronize",
+    "fused_adamw_supported", "is_available", "manual_seed", "manual_seed_all", "memory_info",
+    "synchronize",
     "unavailable_reason", "use_custom_kernels",
 ]
 
@@ -58,6 +59,15 @@ def unavailable_reason() -> str | None:
 def device_count() -> int:
     """Number of usable CUDA devices (0 when unavailable)."""
     return int(_backend().device_count())
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generators of every CUDA device (``torch.cuda.manual_seed``; without a GPU it
+    changes nothing, as PyTorch's). ``pullback.manual_seed`` seeds them too."""
+    _backend().manual_seed(int(seed))
+
+
+manual_seed_all = manual_seed  # CuPy's generators are per device, all reseeded by one call
 
 
 def synchronize(index: int = 0) -> None:
