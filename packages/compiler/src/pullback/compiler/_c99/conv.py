@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .._ir import Node, Value
 from .emitter import KernelBuilder, ctype_of
+from .linalg import accumulate
 from .window import direct_conv2d_rule
 
 CHANNELS_PER_PASS = 4
@@ -107,11 +108,8 @@ def _pass(ctype: str, rows: int, first: str, count: int, groups: int, opg: int, 
                          f"{cpg * kh * kw} + tap + {t}];")
     lines += [f"                    for (int j = 0; j < {span}; j++) {{"]
     lines += [f"                        const {ctype} s{t} = v[j + {t * dw}];" for t in range(taps)]
-    for r in range(rows):
-        total = f"c{r}[j]"
-        for t in range(taps):
-            total = f"({total} + w{r}_{t} * s{t})"
-        lines.append(f"                        c{r}[j] = {total};")
+    lines += ["                        " + line for line in accumulate(
+        rows, taps, lambda r, t: f"w{r}_{t}", lambda t: f"s{t}")]
     lines += ["                    }", "                }", "            }", "        }", "    }",
               "}"]
     return lines

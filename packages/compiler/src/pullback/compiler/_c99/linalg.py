@@ -12,6 +12,8 @@ stored once per four products.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .._fused import FusedKernel
@@ -55,6 +57,19 @@ def gemm(ctype: str, m: int, n: int, depth: int, a: str, a_off: str,
     return lines
 
 
+def accumulate(rows: int, terms: int, weight: Callable[[int, int], str],
+               value: Callable[[int], str]) -> list[str]:
+    """``c{r}[j] = ((c{r}[j] + weight(r, 0) * value(0)) + weight(r, 1) * value(1)) ...`` for
+    each row ``r``: the products added one after the other, in order (nothing reassociated)."""
+    lines = []
+    for r in range(rows):
+        total = f"c{r}[j]"
+        for t in range(terms):
+            total = f"({total} + {weight(r, t)} * {value(t)})"
+        lines.append(f"c{r}[j] = {total};")
+    return lines
+
+
 def _depth_loop(ctype: str, rows: int, n: int, depth: int, b: str, b_off: str, kstride: int,
                 nstride: int) -> list[str]:
     lines: list[str] = []
@@ -71,11 +86,8 @@ def _depth_loop(ctype: str, rows: int, n: int, depth: int, b: str, b_off: str, k
         body.append(f"for (int j = 0; j < {n}; j++) {{")
         index = "j" if nstride == 1 else f"j * {nstride}"
         body += [f"    const {ctype} v{t} = b{t}[{index}];" for t in range(step)]
-        for r in range(rows):
-            terms = f"c{r}[j]"
-            for t in range(step):
-                terms = f"({terms} + a{r}{t} * v{t})"
-            body.append(f"    c{r}[j] = {terms};")
+        body += ["    " + line for line in accumulate(rows, step, lambda r, t: f"a{r}{t}",
+                                                       lambda t: f"v{t}")]
         body.append("}")
         lines += ["    " + s for s in body] + ["}"]
     return lines
