@@ -1,6 +1,6 @@
-"""``pullback.onnx.export`` with torch.onnx.export's arguments: it delegates to
-pullback-compiler's exporter (checked by running the file in onnxruntime against eager
-pullback), and says which distribution to install when that is missing."""
+"""``pullback.onnx.export`` and ``pullback.compile`` with torch's arguments: they delegate to
+pullback-compiler (the exported file run in onnxruntime and the compiled model checked against
+eager pullback), and say which distribution to install when it is missing."""
 
 from __future__ import annotations
 
@@ -68,3 +68,30 @@ def test_what_cannot_be_honoured_is_refused(mlp: Any, kwargs: dict[str, Any],
                                             error: type) -> None:
     with pytest.raises(error):
         pb.onnx.export(mlp, (pb.randn(2, 4),), io.BytesIO(), **kwargs)
+
+
+# -- pullback.compile, torch.compile's name over the same distribution ------------------------------
+
+def test_compile_without_pullback_compiler_names_the_distribution(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_install_hint, "_installed", lambda d: d != "pullback-compiler")
+    with pytest.raises(MissingPackageError, match="pullback.compile is provided by "
+                                                  "pullback-compiler"):
+        pb.compile(lambda x: x)
+
+
+def test_compile_as_torch_compile(mlp: Any) -> None:
+    x = pb.randn(4, 4)
+    compiled = pb.compile(mlp, backend="inductor", mode="max-autotune", dynamic=False)
+    for _ in range(2):  # traced, then replayed
+        np.testing.assert_allclose(compiled(x).detach().numpy(), mlp(x).detach().numpy(),
+                                   rtol=1e-6, atol=1e-7)
+
+    @pb.compile(fullgraph=True)
+    def double(t: Any) -> Any:
+        return t * 2.0
+
+    np.testing.assert_array_equal(double(x).numpy(), (x * 2.0).numpy())
+    assert pb.compile(mlp, disable=True) is mlp
+    with pytest.raises(TypeError, match="unexpected"):
+        pb.compile(mlp, no_such_option=1)

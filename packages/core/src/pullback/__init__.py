@@ -67,6 +67,7 @@ from .serialization import load, save  # noqa: E402
 from . import accelerator  # noqa: E402
 from .random_generator import Generator  # noqa: E402
 from ._cpu_parallel import get_num_threads, set_num_threads  # noqa: E402
+from ._compile import compile  # noqa: E402, A004 - pullback.compile, as torch.compile
 from ._legacy_tensors import (  # noqa: E402
     BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
 )

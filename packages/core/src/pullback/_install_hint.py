@@ -99,6 +99,14 @@ class _MissingSubpackageFinder(MetaPathFinder):
         raise MissingSubpackageError(missing_distribution_message(fullname, distribution))
 
 
+def require_distribution(distribution: str, what: str) -> None:
+    """Raise the one-line :class:`MissingSubpackageError` for ``what`` unless ``distribution`` is
+    installed (for core functions that delegate to another distribution, as
+    ``pullback.onnx.export`` to pullback-compiler)."""
+    if not _installed(distribution):
+        raise MissingSubpackageError(missing_distribution_message(what, distribution))
+
+
 def _installed(distribution: str) -> bool:
     try:
         metadata.distribution(distribution)

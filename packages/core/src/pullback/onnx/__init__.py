@@ -76,13 +76,9 @@ def export(model: Any, args: Any, f: str | os.PathLike[str] | BinaryIO, *,
 
 
 def _exporter() -> Any:
-    from pullback._install_hint import (
-        MissingSubpackageError, _installed, missing_distribution_message,
-    )
+    from pullback._install_hint import require_distribution
 
-    if not _installed("pullback-compiler"):
-        raise MissingSubpackageError(missing_distribution_message("pullback.onnx.export",
-                                                                  "pullback-compiler"))
+    require_distribution("pullback-compiler", "pullback.onnx.export")
     from pullback.compiler import export_onnx  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     return export_onnx
