@@ -313,3 +313,37 @@ def test_load_takes_weights_only(tmp_path: Any) -> None:
     for flag in (True, False, None):
         loaded = pb.load(tmp_path / "w.safetensors", map_location="cpu", weights_only=flag)
         np.testing.assert_array_equal(loaded["w"].numpy(), [1.0, 1.0])
+
+
+# -- questions about tensors and dtypes -------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+def test_finfo_matches_torch(name: str) -> None:
+    ours, theirs = pb.finfo(getattr(pb, name)), torch.finfo(getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "resolution"):
+        assert float(getattr(ours, field)) == float(getattr(theirs, field)), field
+    assert float(pb.finfo().eps) == torch.finfo().eps
+
+
+@pytest.mark.parametrize("name", ["int8", "int16", "int32", "int64", "uint8"])
+def test_iinfo_matches_torch(name: str) -> None:
+    ours, theirs = pb.iinfo(getattr(pb, name)), torch.iinfo(getattr(torch, name))
+    assert (ours.bits, ours.min, ours.max) == (theirs.bits, theirs.min, theirs.max)
+
+
+def test_is_tensor_numel_size_and_dtype_as_torch() -> None:
+    for lib in (pb, torch):
+        x = lib.zeros(2, 3)
+        assert lib.is_tensor(x) and not lib.is_tensor([1.0]) and not lib.is_tensor(np.ones(2))
+        assert lib.numel(x) == 6
+        assert lib.Size((2, 3)) == (2, 3) and lib.Size((2, 3)).numel() == 6
+        assert isinstance(x.dtype, lib.dtype)
+
+
+def test_rng_state_round_trip_as_torch() -> None:
+    for lib in (pb, torch):
+        lib.manual_seed(3)
+        state = lib.get_rng_state()
+        first = lib.rand(4).tolist()
+        lib.set_rng_state(state)
+        assert lib.rand(4).tolist() == first

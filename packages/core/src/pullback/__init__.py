@@ -68,6 +68,9 @@ from . import accelerator  # noqa: E402
 from .random_generator import Generator  # noqa: E402
 from ._cpu_parallel import get_num_threads, set_num_threads  # noqa: E402
 from ._compile import compile  # noqa: E402, A004 - pullback.compile, as torch.compile
+from ._introspection import (  # noqa: E402
+    Size, dtype, finfo, get_rng_state, iinfo, is_tensor, numel, set_rng_state,
+)
 from ._legacy_tensors import (  # noqa: E402
     BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
 )
