@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+import pullback
 import pullback.nn as nn
 
 Maker = Callable[[np.random.Generator], Any]
@@ -294,3 +295,30 @@ TORCH_TWINS: dict[str, Callable[[Any], Any]] = {
 # into the zero state it makes, which is not batched ("output with shape [2, 4] doesn't match
 # the broadcast shape [3, 2, 4]", torch 2.13). Their reference is a loop of torch backward passes.
 TORCH_FUNC_FAILS = {"RNN", "LSTM", "LSTM-bidirectional-projected", "LSTMCell", "GRUCell"}
+
+
+def _functionals() -> dict[str, tuple[Callable[..., Any], list[tuple[int, ...]]]]:
+    F = nn.functional
+    return {
+        "grid_sample": (lambda x, g: F.grid_sample(x, g, align_corners=False),
+                        [(1, 2, 4, 4), (1, 3, 3, 2)]),
+        "grid_sample-nearest-border": (
+            lambda x, g: F.grid_sample(x, g, mode="nearest", padding_mode="border",
+                                       align_corners=True), [(1, 2, 4, 4), (1, 3, 3, 2)]),
+        "grid_sample-bicubic-reflection": (
+            lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="reflection",
+                                       align_corners=False), [(1, 2, 4, 4), (1, 3, 3, 2)]),
+        "grid_sample-3d": (lambda x, g: F.grid_sample(x, g, align_corners=False),
+                           [(1, 1, 3, 3, 3), (1, 2, 2, 2, 3)]),
+        "affine_grid": (lambda theta: F.affine_grid(theta, (1, 2, 3, 4), align_corners=False),
+                        [(1, 2, 3)]),
+        "pdist": (F.pdist, [(4, 3)]),
+        "normalize": (lambda x: F.normalize(x, dim=1), [(2, 3)]),
+        "embedding_bag-offsets": (
+            lambda w: F.embedding_bag(pullback.tensor([1, 2, 4, 5, 0]), w,
+                                      pullback.tensor([0, 2])), [(6, 3)]),
+    }
+
+
+# nn.functional's composites that no layer wraps: name -> (function, one sample's input shapes).
+FUNCTIONALS = _functionals()

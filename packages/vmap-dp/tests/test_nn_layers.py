@@ -20,7 +20,7 @@ from pullback.func._pytree import tree_flatten
 nn = pytest.importorskip("pullback.nn")
 
 from func_nn_layers import (  # noqa: E402
-    LAYERS, NOT_LAYERS, REFUSED, TORCH_FUNC_FAILS, TORCH_TWINS)
+    FUNCTIONALS, LAYERS, NOT_LAYERS, REFUSED, TORCH_FUNC_FAILS, TORCH_TWINS)
 
 B = 3
 
@@ -273,3 +273,29 @@ def test_per_sample_gradients_through_reparametrized_weights(wrap) -> None:
             assert np.abs(p.grad.numpy()).max() > 0
             np.testing.assert_allclose(per_sample[k].numpy()[b], p.grad.numpy(), rtol=1e-10,
                                        atol=1e-12, err_msg=f"{wrap} {k} sample {b}")
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONALS))
+def test_functional_composites_under_vmap_and_jvp(name) -> None:
+    """nn.functional's composites without a layer (grid_sample, affine_grid, pdist...): vmap
+    against a loop, jvp along each input against central differences."""
+    f, shapes = FUNCTIONALS[name]
+    rng = np.random.default_rng(8)
+    xs = [0.8 * rng.standard_normal((B,) + s) for s in shapes]
+    got = vmap(f)(*[pb.tensor(x) for x in xs]).detach().numpy()
+    for b in range(B):
+        want = f(*[pb.tensor(x[b]) for x in xs]).detach().numpy()
+        np.testing.assert_allclose(got[b], want, rtol=1e-12, atol=1e-12, err_msg=name)
+    point = [pb.tensor(x[0]) for x in xs]
+    for k, shape in enumerate(shapes):
+        t = pb.tensor(rng.standard_normal(shape))
+
+        def along(v, k=k):
+            return f(*point[:k], v, *point[k + 1:])
+
+        _, tangent = jvp(along, (point[k],), (t,))
+        eps = 1e-6
+        fd = (along(point[k] + eps * t).detach().numpy()
+              - along(point[k] - eps * t).detach().numpy()) / (2 * eps)
+        np.testing.assert_allclose(tangent.detach().numpy(), fd, rtol=1e-5, atol=1e-7,
+                                   err_msg=f"{name} input {k}")
