@@ -5,12 +5,12 @@ a batch of 16 test images with independent Gaussian pixel noise (sd 0.25 in stan
 plus the model's dropout, and dropout alone (the setting of MC dropout). The reference is a
 400,000-sample Monte Carlo estimate (float64) per setting. For pramana and for Monte Carlo with
 100, 1,000, 10,000 and 100,000 samples the script reports the wall time and the median and worst
-relative error of the output mean (against |mean| + sd) and variance. The speed-up at equal
-accuracy compares pramana's time with that of the Monte Carlo sample count whose median variance
-error equals pramana's (the error falls as 1/sqrt(samples), so that count is read off the measured
-curve). The seed claims "< 0.05% discrepancy" against 100,000-sample Monte Carlo and "188.6x
-faster"; both are printed next to ours. It also reports one exact layer (Linear + ReLU), where the
-only error is Monte Carlo's. Writes docs/pramana/mc.csv and docs/pramana/mc.png.
+relative error of the output mean (against |mean| + sd) and variance. The speed-ups at equal
+accuracy compare pramana's time with that of the Monte Carlo sample count whose median error (of
+the mean, and of the variance) equals pramana's (the error falls as 1/sqrt(samples), so that count
+is read off the measured curve). The seed claims "< 0.05% discrepancy" against 100,000-sample
+Monte Carlo and "188.6x faster"; both are printed next to ours. It also reports one exact layer
+(Linear + ReLU), where the only error is Monte Carlo's. Writes docs/pramana/mc.csv and docs/pramana/mc.png.
 
     python benchmarks/pramana_vs_mc.py          # about 12 minutes on 2 cores
 """
@@ -85,6 +85,27 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
+def equal_accuracy(rows: list[dict]) -> dict[str, float]:
+    """Speed-ups of pramana (rows[0]) over Monte Carlo (the other rows) at equal accuracy, for the
+    mean and for the variance: the MC sample count whose median error equals pramana's, from the
+    measured 1/sqrt(samples) law (fitted on the MC rows), and that count's time (linear in
+    samples, fitted likewise); and against the 100,000-sample run."""
+    ours, mc = rows[0], rows[1:]
+    c_time = np.median([r["seconds"] / r["samples"] for r in mc if r["samples"] >= 1_000])
+    out: dict[str, float] = {}
+    for stream in ("mean", "var"):
+        key = f"{stream}_err_median"
+        c_err = np.median([r[key] * math.sqrt(r["samples"]) for r in mc])
+        samples = (c_err / ours[key]) ** 2
+        out[f"mc_samples_for_equal_{stream}_accuracy"] = round(float(samples), 1)
+        out[f"speedup_at_equal_{stream}_accuracy"] = round(float(samples * c_time
+                                                                 / ours["seconds"]), 2)
+        out[f"pramana_{key}"] = ours[key]
+    at_100k = next(r for r in mc if r["samples"] == 100_000)
+    out["speedup_vs_100k_samples"] = round(at_100k["seconds"] / ours["seconds"], 1)
+    return out
+
+
 def compare(model: nn.Module, x: np.ndarray, noise_sd: float, setting: str) -> list[dict]:
     """pramana and Monte Carlo at several sample counts against the reference, one setting."""
     ref_mean, ref_var = monte_carlo(model, x.astype(np.float64), REFERENCE_SAMPLES, seed=999,
@@ -102,22 +123,8 @@ def compare(model: nn.Module, x: np.ndarray, noise_sd: float, setting: str) -> l
     for row in rows:
         emit(benchmark="pramana_vs_mc", batch=BATCH, reference_samples=REFERENCE_SAMPLES, **row)
 
-    # Equal accuracy: the MC sample count whose median variance error equals pramana's, from the
-    # measured 1/sqrt(samples) law (fitted on the MC rows), and that count's time (linear in
-    # samples, fitted likewise).
-    mc = rows[1:]
-    c_err = np.median([r["var_err_median"] * math.sqrt(r["samples"]) for r in mc])
-    c_time = np.median([r["seconds"] / r["samples"] for r in mc if r["samples"] >= 1_000])
-    samples_equal = (c_err / ours["var_err_median"]) ** 2
-    at_100k = next(r for r in mc if r["samples"] == 100_000)
-    emit(benchmark="pramana_vs_mc_summary", setting=setting,
-         mc_samples_for_equal_variance_accuracy=round(samples_equal, 1),
-         speedup_at_equal_accuracy=round(samples_equal * c_time / ours["seconds"], 2),
-         seed_claim_speedup=SEED_CLAIM_SPEEDUP,
-         speedup_vs_100k_samples=round(at_100k["seconds"] / ours["seconds"], 1),
-         pramana_var_err_median=ours["var_err_median"],
-         pramana_mean_err_median=ours["mean_err_median"],
-         seed_claim_discrepancy=SEED_CLAIM_DISCREPANCY)
+    emit(benchmark="pramana_vs_mc_summary", setting=setting, **equal_accuracy(rows),
+         seed_claim_speedup=SEED_CLAIM_SPEEDUP, seed_claim_discrepancy=SEED_CLAIM_DISCREPANCY)
     return rows
 
 
