@@ -9,12 +9,15 @@ PyTorch's time. Also printed: the losses of both sides from identical weights wi
 
     python benchmarks/nn_lstm.py                          # 2 threads, wall clock (the target)
     python benchmarks/nn_lstm.py --threads 1 --clock cpu  # work per step, on a busy machine
+    python benchmarks/nn_lstm.py --parts                  # also the step's parts, one by one
 """
 
 from __future__ import annotations
 
 # Imported first: it applies --threads before NumPy loads.
 from _nn_bench import OPTIONS, emit, report, same_weights, time_pair, torch_module
+
+import sys
 
 import numpy as np
 
@@ -116,5 +119,47 @@ def _recurrent_share(step, repeats: int = 3) -> dict[str, float]:
     return share
 
 
+def _parts(torch) -> None:
+    """The step's parts timed alone, each side from identical inputs (float32): the two LSTM
+    layers, the log-softmax over the logits, the decoder, forward and backward; and one time
+    step's hidden-state GEMM, which is where the BLAS libraries differ (NumPy's OpenBLAS,
+    PyTorch's MKL)."""
+    rng = np.random.default_rng(1)
+
+    def pair(shape):
+        a = rng.standard_normal(shape).astype(np.float32)
+        return (pullback.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True))
+
+    torch.manual_seed(0)
+    t_lstm = torch.nn.LSTM(WIDTH, WIDTH, LAYERS)
+    p_lstm = nn.LSTM(WIDTH, WIDTH, LAYERS)
+    same_weights(p_lstm, t_lstm)
+    p_seq, t_seq = pair((STEPS, BATCH, WIDTH))
+    p_logits, t_logits = pair((STEPS * BATCH, VOCAB))
+    p_w, t_w = pair((VOCAB, WIDTH))
+    p_h, t_h = pair((STEPS * BATCH, WIDTH))
+    small = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
+    gates = rng.standard_normal((WIDTH, 4 * WIDTH)).astype(np.float32)
+    t_small, t_gates = torch.from_numpy(small), torch.from_numpy(gates)
+    parts = {
+        "lstm_layers_forward_backward": (lambda: p_lstm(p_seq)[0].sum().backward(),
+                                         lambda: t_lstm(t_seq)[0].sum().backward()),
+        "log_softmax_forward_backward": (lambda: F.log_softmax(p_logits, dim=1).sum().backward(),
+                                         lambda: t_logits.log_softmax(1).sum().backward()),
+        "decoder_linear_forward_backward": (lambda: F.linear(p_h, p_w).sum().backward(),
+                                            lambda: torch.nn.functional.linear(t_h, t_w).sum()
+                                            .backward()),
+        "hidden_gemm_one_time_step": (lambda: small @ gates, lambda: t_small @ t_gates),
+    }
+    for name, (ours_fn, theirs_fn) in parts.items():
+        block = 200 if name.startswith("hidden") else 3
+        ours, theirs = time_pair(ours_fn, theirs_fn, warmup=2, repeats=5, block=block)
+        emit(benchmark=f"nn_lstm_part_{name}", pullback_ms=round(ours * 1e3, 4),
+             torch_ms=round(theirs * 1e3, 4), ratio=round(ours / theirs, 3),
+             threads=OPTIONS.threads, clock=OPTIONS.clock)
+
+
 if __name__ == "__main__":
     main()
+    if "--parts" in sys.argv[1:]:
+        _parts(torch_module())
