@@ -32,6 +32,7 @@ from .reduce import (
 )
 from . import products, scans, scatter as scattering, shape_extra, sort as sorting
 from . import decompositions, sampling, special_elementwise
+from . import inplace_variants
 from .sampling import (
     bernoulli, bernoulli_, exponential_, multinomial, poisson, rand_like, randint_like,
     randn_like,
@@ -91,6 +92,8 @@ def masked_fill_(x: Any, mask: Any, value: Any) -> Any:
     return inplace(x, masked_fill, mask, value)
 
 
+globals().update(inplace_variants.VARIANTS)  # x.scatter_(...) and the other in-place variants
+
 # Functions that are also Tensor methods (``x.sum(axis=0)`` is ``sum(x, axis=0)``).
 TENSOR_METHODS = (
     "abs", "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "log1p", "expm1", "sqrt",
@@ -108,5 +111,5 @@ TENSOR_METHODS = (
     "new_empty", "new_tensor", "is_floating_point", "t", "expand_as", "view_as", "reshape_as",
     # The ops ported code needs beyond these, each module listing its own.
     *special_elementwise.METHODS, *products.METHODS, *scans.METHODS, *sorting.METHODS,
-    *shape_extra.METHODS, *scattering.METHODS, *sampling.METHODS,
+    *shape_extra.METHODS, *scattering.METHODS, *sampling.METHODS, *inplace_variants.METHODS,
 )

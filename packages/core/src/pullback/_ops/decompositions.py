@@ -156,8 +156,9 @@ def _svd_kernel(xp: Any) -> Any:
 SVD = _linalg("svd", _svd_kernel, "U, S or Vh of the reduced SVD", save_output=True)
 
 
-def _inverse_gaps(F: Any, s2: Any) -> Any:
-    """F_ij = 1 / (s2_j - s2_i) off the diagonal, 0 on it (inf at repeated values)."""
+def inverse_gaps(F: Any, s2: Any) -> Any:
+    """F_ij = 1 / (s2_j - s2_i) off the diagonal, 0 on it (inf at repeated values); shared
+    with pullback.func's jvp rules of these ops."""
     k = s2.shape[-1]
     gaps = F.sub(F.reshape(s2, shape=tuple(s2.shape[:-1]) + (1, k)),
                  F.reshape(s2, shape=tuple(s2.shape) + (1,)))
@@ -175,7 +176,7 @@ def _svd_grad(F: Any, g: Any, out: Any, x: Any, part: str) -> Any:
         return (F.matmul(F.mul(u, F.reshape(g, shape=tuple(g.shape[:-1]) + (1,) + g.shape[-1:])),
                          vh),)
     v = _mT(F, vh)
-    gaps = _inverse_gaps(F, F.mul(s, s))
+    gaps = inverse_gaps(F, F.mul(s, s))
     s_row = F.reshape(s, shape=tuple(s.shape[:-1]) + (1,) + s.shape[-1:])  # scales columns
     if part == "U":
         inner = F.mul(gaps, F.sub(F.matmul(_mT(F, u), g), F.matmul(_mT(F, g), u)))
@@ -217,7 +218,7 @@ def _eigh_grad(F: Any, g: Any, out: Any, x: Any, part: str, uplo: str = "L") -> 
         lam = F.eigh(x, part="values", uplo=uplo)
         vg = F.matmul(_mT(F, v), g)
         skew = F.mul(F.sub(vg, _mT(F, vg)), 0.5)
-        inner = F.mul(skew, _inverse_gaps(F, lam))
+        inner = F.mul(skew, inverse_gaps(F, lam))
     return (F.matmul(v, F.matmul(inner, _mT(F, v))),)
 
 

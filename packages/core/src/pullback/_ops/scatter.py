@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..dispatch import apply
-from ..errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..errors import (
+    ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRangeError, ShapeError,
+)
 from ..registry import Op
 from ._axes import normalize_axes
 from ._declare import declare
@@ -155,7 +157,8 @@ def scatter(x: Any, dim: int, index: Any, src: Any = None, *, value: Any = None,
     if src is not None and not isinstance(src, Tensor):
         src, value = None, src
     if (src is None) == (value is None):
-        raise ArgumentError("scatter: give exactly one of src (a tensor) and value (a number)")
+        raise ArgumentTypeError("scatter: give exactly one of src (a tensor) and value (a "
+                                "number)")
     axis, index = _checked("scatter", x, dim, index, src)
     if src is None:
         src = x.new_full(tuple(index.shape), value)

@@ -92,7 +92,9 @@ ARGSORT = declare(Op("argsort", _argsort_kernel, differentiable=False, family="s
                      doc="indices that sort x along an axis (stable)"))
 MODE_INDEX = declare(Op("mode_index", _mode_index_kernel, differentiable=False, family="sort",
                         doc="index of the last occurrence of the most frequent value"))
-UNIQUE = declare(Op("unique", _unique_kernel, differentiable=False, family="sort",
+# No grad rule, as PyTorch's unique has no derivative: a backward through its float values
+# raises an error naming the op instead of silently dropping the input's gradient.
+UNIQUE = declare(Op("unique", _unique_kernel, family="sort",
                     doc="sorted distinct values, the inverse indices or the counts"))
 SEARCHSORTED = declare(Op("searchsorted", _searchsorted_kernel, differentiable=False,
                           family="sort", doc="insertion points of values in sorted rows"))

@@ -13,7 +13,7 @@ import numpy as np
 
 import pullback as pb
 
-from ...errors import ArgumentError, DTypeError, IndexOutOfRangeError
+from ...errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRangeError
 from ._inputs import maker, nonzero
 from ._record import Arg, ErrorCase, OpRecord, Sample
 
@@ -64,7 +64,7 @@ def _scatter_errors(rng: np.random.Generator) -> list[ErrorCase]:
     x = Arg(nonzero((3, 4), _F64, rng))
     return [ErrorCase((x, 0, _idx([[3, 0, 0, 0]]), Arg(nonzero((1, 4), _F64, rng))),
                       IndexOutOfRangeError, "scatter: index 3 is out of range"),
-            ErrorCase((x, 0, _idx([[0, 0, 0, 0]])), ArgumentError, "scatter: give exactly one")]
+            ErrorCase((x, 0, _idx([[0, 0, 0, 0]])), ArgumentTypeError, "scatter: give exactly one")]
 
 
 def _along_samples(kind: str) -> Any:
