@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from pullback._ops.decompositions import inverse_gaps
 from pullback.dtypes import finfo
 
 
@@ -76,15 +77,6 @@ def _diag(F: Any, m: Any) -> Any:
     return F.sum(F.mul(m, F.eye(m.shape[-1], like=m)), axis=-1)
 
 
-def _gaps(F: Any, v: Any) -> Any:
-    """1 / (v_j - v_i) off the diagonal, 0 on it."""
-    k = v.shape[-1]
-    d = F.sub(F.reshape(v, shape=tuple(v.shape[:-1]) + (1, k)),
-              F.reshape(v, shape=tuple(v.shape) + (1,)))
-    eye = F.eye(k, like=v)
-    return F.mul(F.div(1.0, F.add(d, eye)), F.sub(1.0, eye))
-
-
 def _inv(F: Any, tangents: Any, out: Any, x: Any) -> Any:
     return F.neg(F.matmul(out, F.matmul(tangents[0], out)))
 
@@ -140,7 +132,7 @@ def _svd(F: Any, tangents: Any, out: Any, x: Any, *, part: str) -> Any:
     p = F.matmul(_mT(F, u), F.matmul(t, v))  # U^T dA V
     if part == "S":
         return _diag(F, p)
-    gaps = _gaps(F, F.mul(s, s))
+    gaps = inverse_gaps(F, F.mul(s, s))
     s_row = F.reshape(s, shape=tuple(s.shape[:-1]) + (1, s.shape[-1]))
     s_col = F.reshape(s, shape=tuple(s.shape) + (1,))
     if part == "U":
@@ -161,10 +153,16 @@ def _eigh(F: Any, tangents: Any, out: Any, x: Any, *, part: str, uplo: str = "L"
     p = F.matmul(_mT(F, v), F.matmul(sym, v))
     if part == "values":
         return _diag(F, p)
-    return F.matmul(v, F.mul(_gaps(F, F.eigh(x, part="values", uplo=uplo)), p))
+    return F.matmul(v, F.mul(inverse_gaps(F, F.eigh(x, part="values", uplo=uplo)), p))
 
 
-RULES = {"cumprod": _cumprod, "logcumsumexp": _logcumsumexp, "scatter_reduce": _scatter_reduce,
+def _unique(F: Any, tangents: Any, out: Any, x: Any, **attrs: Any) -> Any:
+    from pullback.errors import AutogradError
+
+    raise AutogradError("unique: has no derivative (as in PyTorch); detach its input first")
+
+
+RULES = {"unique": _unique, "cumprod": _cumprod, "logcumsumexp": _logcumsumexp, "scatter_reduce": _scatter_reduce,
          "inv": _inv, "det": _det, "logabsdet": _logabsdet, "solve": _solve,
          "cholesky": _cholesky, "matrix_exp": _matrix_exp, "qr": _qr, "svd": _svd,
          "eigh": _eigh}
