@@ -126,8 +126,13 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
 
 
 def copy_(t: Tensor, src: Any) -> Tensor:
-    """Copy ``src`` into ``t`` (broadcast, cast); no graph."""
+    """Copy ``src`` into ``t`` (broadcast, cast). Differentiable, as PyTorch's: when a graph is
+    recorded the gradient reaches ``src`` (summed over the broadcast axes) and ``t``'s earlier
+    values get a zero gradient."""
     _check_leaf(t, "copy_")
+    if state.grad_enabled and (t._requires_grad or (isinstance(src, Tensor)
+                                                    and src._requires_grad)):
+        return inplace(t, copy, src)  # named copy: inplace reports it as copy_
     if isinstance(src, Tensor):
         if src.device is not t.device:
             src = src.to(t.device)
@@ -140,6 +145,20 @@ def copy_(t: Tensor, src: Any) -> Tensor:
                          f"{tuple(t.shape)} ({exc})") from None
     t._version[0] += 1
     return t
+
+
+def copy(t: Tensor, src: Any) -> Tensor:
+    """``src`` in ``t``'s shape and dtype, as a graph node of both (a ``where`` whose condition
+    is all false: ``t`` gets a zero gradient, never NaN, whatever its values)."""
+    from ..creation import as_tensor, zeros
+    from .elementwise import where
+    from .shape import broadcast_to
+
+    src = as_tensor(src, device=t.device) if isinstance(src, Tensor) else as_tensor(
+        src, dtype=t.dtype, device=t.device)
+    value = broadcast_to(src.to(t.dtype), tuple(t.shape))
+    keep_old = zeros(tuple(t.shape), dtype="bool", device=t.device)
+    return where(keep_old, t, value)
 
 
 def fill_(t: Tensor, value: Any) -> Tensor:
