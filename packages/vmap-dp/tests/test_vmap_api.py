@@ -192,3 +192,37 @@ def _mlp_ops(batch: int) -> int:
 
 def test_dispatched_ops_do_not_grow_with_the_batch() -> None:
     assert _mlp_ops(2) == _mlp_ops(64) == _mlp_ops(512)
+
+
+class _ScaleByArray(pb.autograd.Function):
+    """A custom Function whose forward computes on raw arrays, as many do."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return pb.tensor(x.array * 2.0 + x.array.mean())
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+class _ScaleByOps(pb.autograd.Function):
+    generate_vmap_rule = True  # its forward uses pullback ops only
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0 + x.mean()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def test_a_custom_function_on_batched_tensors_is_refused_unless_built_from_ops():
+    x = pb.tensor(np.arange(6.0).reshape(3, 2))
+    # Run on the physical array, the first Function would mix the samples' means silently.
+    with pytest.raises(VmapError, match="_ScaleByArray.*generate_vmap_rule"):
+        vmap(_ScaleByArray.apply)(x)
+    got = vmap(_ScaleByOps.apply)(x).numpy()
+    want = np.stack([_ScaleByOps.apply(x[i]).numpy() for i in range(3)])
+    np.testing.assert_allclose(got, want, rtol=1e-12)

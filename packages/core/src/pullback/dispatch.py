@@ -69,6 +69,11 @@ class DispatchMode:
     def on_backward(self, node: Node, grad_in: Any, grads_out: tuple[Any, ...]) -> None:
         """Called by the engine after each node's grad rule ran (grads are raw or Tensors)."""
 
+    def on_function_call(self, function: type, args: tuple[Any, ...]) -> None:
+        """Called before a user-defined Function's ``forward`` runs on ``args``. Its forward
+        may compute on raw arrays, out of any mode's sight: a mode whose tensors' arrays mean
+        something else (vmap's hold every sample) refuses the call here."""
+
     def on_function_node(self, node: Any) -> None:
         """Called when a user-defined Function records its node (op nodes are seen in
         :meth:`dispatch`, as the output's ``_node``)."""

@@ -203,7 +203,16 @@ class FunctionNode:
 
 
 class Function:
-    """Base class of user-defined differentiable operations (see the module docstring)."""
+    """Base class of user-defined differentiable operations (see the module docstring).
+
+    Attributes:
+        generate_vmap_rule: set it to True when ``forward`` computes only with pullback ops
+            (never with ``.array`` or NumPy), so that ``pullback.func.vmap`` may run it on
+            batched tensors op by op, as torch.func's attribute of that name; otherwise vmap
+            refuses the Function rather than let it read every sample's values at once.
+    """
+
+    generate_vmap_rule: bool = False
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
@@ -218,6 +227,8 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run ``forward`` and record one graph node for the result."""
+        for mode in state.modes:
+            mode.on_function_call(cls, args)
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = state.grad_enabled and any(needs)
         ctx = FunctionCtx(needs)

@@ -267,6 +267,20 @@ class VmapMode(DispatchMode):
             return draw_random(draw, shape)
         return make_batched(draw_random(draw, (self.size,) + tuple(shape)), 0, self.level)
 
+    def on_function_call(self, function: type, args: tuple[Any, ...]) -> None:
+        # A forward that reads .array would see every sample at once and compute a silently
+        # wrong result; torch.func refuses such Functions the same way unless told otherwise.
+        if getattr(function, "generate_vmap_rule", False):
+            return
+        if any(isinstance(a, BatchedTensor) and a._level is self.level for a in args):
+            raise VmapError(
+                f"vmap: the custom autograd.Function {function.__name__} was called on batched "
+                "tensors; its forward could read their arrays, which hold every sample. If it "
+                "computes only with pullback ops, set generate_vmap_rule = True on the class "
+                "(as for torch.func); otherwise register the computation as an op with a batch "
+                "rule"
+            )
+
     def on_function_node(self, node: Any) -> None:
         if any(isinstance(a, BatchedTensor) and a._level is self.level for a in node.args):
             raise VmapError(
