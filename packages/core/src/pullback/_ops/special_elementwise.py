@@ -117,11 +117,14 @@ def _atan2_grad(F: Any, g: Any, out: Any, y: Any, x: Any, needs: Any) -> Any:
 
 @COPYSIGN.def_grad
 def _copysign_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> Any:
-    # out / x is +-1; 0 where x == 0 (PyTorch's convention). y gets no gradient.
-    zero = F.equal(x, 0)
-    ratio = F.where(zero, 0.0, out / F.where(zero, 1.0, x))
+    # out / x is +-1; 0 where x == 0 (PyTorch's convention). y gets no gradient. Nothing is
+    # computed from x unless it needs a gradient: a Python-number x would make a CPU tensor.
+    gx = None
+    if needs[0]:
+        zero = F.equal(x, 0)
+        gx = g * F.where(zero, 0.0, out / F.where(zero, 1.0, x))
     zeros = F.full(tuple(g.shape), 0.0, like=g) if needs[1] else None
-    return (g * ratio if needs[0] else None), zeros
+    return gx, zeros
 
 
 @HYPOT.def_grad
@@ -146,8 +149,14 @@ def _logaddexp2_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> An
 def _xlogy_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> Any:
     gx = gy = None
     if needs[0]:
-        # PyTorch: xlogy(g, y), with 0 where x == 0 and y <= 0.
-        gx = F.where(F.logical_and(F.equal(x, 0), F.less_equal(y, 0)), 0.0, F.xlogy(g, y))
+        # PyTorch: xlogy(g, y), with 0 where x == 0 and y <= 0. A Python-number y is compared
+        # in Python (an op on it alone would make a CPU tensor, whatever g's device).
+        gx = F.xlogy(g, y)
+        if isinstance(y, (int, float)):
+            if y <= 0:
+                gx = F.where(F.equal(x, 0), 0.0, gx)
+        else:
+            gx = F.where(F.logical_and(F.equal(x, 0), F.less_equal(y, 0)), 0.0, gx)
     if needs[1]:
         gy = g * x / y
     return gx, gy

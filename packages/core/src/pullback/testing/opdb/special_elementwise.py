@@ -112,7 +112,7 @@ def _pair_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
 
 
 def _allclose(x: Any, y: Any, **kw: Any) -> Any:
-    return pb.tensor(pb.allclose(x, y, **kw))
+    return pb.tensor(pb.allclose(x, y, **kw), device=x.device)  # the Python bool, on x's device
 
 
 OTHERS = [
