@@ -111,7 +111,8 @@ def test_bayesian_linear_matches_sampling_the_weights_too():
 
 # Approximations: the slack is the largest relative error measured here against Monte Carlo
 # (mean against |mean| + sd, variance against the variance), rounded up; docs/pramana.md lists
-# the measured values (benchmarks/pramana_layers.py, docs/pramana/layers.csv). Inputs: means N(0, 1), variances U(0.1, 1).
+# the measured values (benchmarks/pramana_layers.py, docs/pramana/layers.csv). Inputs: means
+# N(0, 1), variances U(0.1, 1).
 APPROXIMATE = {
     ("tanh", "quadrature"): 0.03, ("sigmoid", "quadrature"): 0.02,
     ("gelu", "quadrature"): 0.03, ("silu", "quadrature"): 0.03,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op
 from ._declare import declare

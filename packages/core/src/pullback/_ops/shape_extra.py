@@ -312,5 +312,6 @@ def unfold(x: Any, dimension: int, size: int, step: int) -> Any:
     return movedim(windows, -2, d)
 
 
-METHODS = ("unfold", "diag_embed", "narrow", "movedim", "unflatten", "rot90", "tensor_split", "hsplit", "vsplit",
+METHODS = ("unfold", "diag_embed", "narrow", "movedim", "unflatten", "rot90", "tensor_split",
+           "hsplit", "vsplit",
            "diagonal", "diag", "repeat_interleave")

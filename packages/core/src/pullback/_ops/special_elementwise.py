@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from ..dispatch import apply
 from ..promotion import FLOAT
 from ..registry import Op
 from ._declare import binary_function, declare, unary_function
@@ -186,7 +185,7 @@ def nan_to_num(x: Any, nan: float = 0.0, posinf: float | None = None,
     and is 0 elsewhere, as in PyTorch. Integer tensors come back as a copy."""
     from ..dtypes import finfo, is_floating
     from .conversion import clone
-    from .elementwise import isinf, isnan, where
+    from .elementwise import isnan, where
 
     if not is_floating(x.dtype):
         return clone(x)

@@ -9,7 +9,7 @@ import numpy as np
 import pullback as pb
 
 from ...errors import ArgumentError, ShapeError
-from ._inputs import ALL, maker, values
+from ._inputs import maker, values
 from ._record import Arg, ErrorCase, OpRecord, Sample
 
 _F64 = np.dtype(np.float64)

@@ -162,7 +162,8 @@ def _unique(F: Any, tangents: Any, out: Any, x: Any, **attrs: Any) -> Any:
     raise AutogradError("unique: has no derivative (as in PyTorch); detach its input first")
 
 
-RULES = {"unique": _unique, "cumprod": _cumprod, "logcumsumexp": _logcumsumexp, "scatter_reduce": _scatter_reduce,
+RULES = {"unique": _unique, "cumprod": _cumprod, "logcumsumexp": _logcumsumexp,
+         "scatter_reduce": _scatter_reduce,
          "inv": _inv, "det": _det, "logabsdet": _logabsdet, "solve": _solve,
          "cholesky": _cholesky, "matrix_exp": _matrix_exp, "qr": _qr, "svd": _svd,
          "eigh": _eigh}
