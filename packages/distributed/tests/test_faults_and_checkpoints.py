@@ -16,9 +16,12 @@ def test_a_dead_rank_is_named_within_the_timeout(launch):
                     survive_launcher=True)
     reports = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", result.stdout)]
     survivor = next(r for r in reports if r["rank"] == 0)
+    # The survivor reports only from its `except DistributedTimeoutError` (mpi_scenarios): the
+    # error's type is checked there. Its traceback on stderr can lose its last line when the job
+    # is aborted at exit, so the message is read from the report instead.
     assert "rank 1 has died" in survivor["error"], survivor
+    assert "all_reduce" in survivor["error"] and "within 3 s" in survivor["error"], survivor
     assert 3.0 <= survivor["seconds"] < 20.0, survivor
-    assert "DistributedTimeoutError" in result.stderr
 
 
 @pytest.mark.parametrize("resume_on", [1, 4])

@@ -93,7 +93,7 @@ def test_log_of_a_resumed_run_matches_a_straight_run(tmp_path, corpus, stop):
     assert _rows_without_timing(resumed) == _rows_without_timing(tmp_path / "straight")
     elapsed = [float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())]
     assert elapsed == sorted(elapsed) and elapsed[-1] > before
-    assert result.elapsed_s >= elapsed[-1]
+    assert result.elapsed_s >= elapsed[-1] - 0.005  # the log rounds to 0.01 s, maybe upwards
 
 
 def test_outputs_of_a_run(tmp_path, corpus):
