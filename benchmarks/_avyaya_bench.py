@@ -9,14 +9,13 @@ A step to measure is a pair ``(reset, work)``: ``reset`` drops the gradients of 
 
 from __future__ import annotations
 
-import csv
 import ctypes
 import gc
-import os
 import tracemalloc
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from _nn_bench import OPTIONS  # noqa: F401 - applies --threads before NumPy loads
+from _common import write_csv  # noqa: F401 - the avyaya benchmarks import it from here
 
 MIB = 2 ** 20
 
@@ -105,15 +104,6 @@ def mib(nbytes: int | None, less: int = 0) -> float | str:
 def saved(peaks: dict[str, int], less: int = 0) -> float:
     """The share of the ordinary peak that the reversible one saves (both less ``less``)."""
     return round(1 - (peaks["reversible"] - less) / (peaks["ordinary"] - less), 4)
-
-
-def write_csv(path: str, rows: Sequence[dict[str, Any]]) -> None:
-    """One row per dict, columns from the first row."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def pyplot() -> Any:
