@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pullback
 import pullback.nn  # noqa: F401 - registers the nn ops even with plugin autoloading disabled
@@ -37,3 +39,18 @@ def gradchecks():
     from pullback.testing.gradcheck import gradcheck, gradgradcheck
 
     return gradcheck, gradgradcheck
+
+
+def assert_parameter_grads_and_buffers_close(ours: Any, theirs: Any, dtype: Any, what: str,
+                                             mode: str) -> None:
+    """Each parameter's gradient (None exactly where torch's is) and each buffer of a pullback
+    Module against its torch twin after a backward."""
+    t_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        if t_params[name].grad is None:
+            assert p.grad is None, f"{what}: {name} got a gradient torch does not have"
+            continue
+        assert_close(p.grad, t_params[name].grad, dtype, f"{what} grad of {name} ({mode})")
+    t_buffers = dict(theirs.named_buffers())
+    for name, b in ours.named_buffers():
+        assert_close(b, t_buffers[name], dtype, f"{what} buffer {name} ({mode})")

@@ -17,7 +17,7 @@ import pytest
 import pullback
 from pullback import nn
 
-from nn_helpers import assert_close, copy_torch_weights
+from nn_helpers import assert_close, assert_parameter_grads_and_buffers_close, copy_torch_weights
 
 torch = pytest.importorskip("torch", reason="PyTorch is the numerical oracle of these tests")
 
@@ -205,15 +205,7 @@ def test_layer_matches_torch(case, dtype):
                 continue
             seen.add(id(x))
             assert_close(x.grad, tx.grad, dtype, f"{case.id} input gradient ({mode})")
-        t_params = dict(theirs.named_parameters())
-        for name, p in ours.named_parameters():
-            if t_params[name].grad is None:
-                assert p.grad is None, f"{case.id}: {name} got a gradient torch does not have"
-                continue
-            assert_close(p.grad, t_params[name].grad, dtype, f"{case.id} grad of {name} ({mode})")
-        t_buffers = dict(theirs.named_buffers())
-        for name, b in ours.named_buffers():
-            assert_close(b, t_buffers[name], dtype, f"{case.id} buffer {name} ({mode})")
+        assert_parameter_grads_and_buffers_close(ours, theirs, dtype, f"{case.id}", mode)
 
 
 def test_every_layer_class_is_in_the_table():
