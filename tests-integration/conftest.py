@@ -176,8 +176,9 @@ class Venv:
 @pytest.fixture(scope="session")
 def linked_install_needs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One folder linking what ``pip install ./packages/...`` needs without an index: hatchling
-    (the build backend, for ``--no-build-isolation``) and every package's third-party runtime
-    dependencies (tqdm, matplotlib, ...), read from the pyprojects."""
+    (the build backend, for ``--no-build-isolation``), every package's third-party runtime
+    dependencies (tqdm, matplotlib, ...), read from the pyprojects, and what the integration
+    tests' requirements.txt lists."""
     pytest.importorskip("hatchling", reason="building the packages needs hatchling "
                         "(pip install -r tests-integration/requirements.txt)")
     from packaging.requirements import Requirement
@@ -186,8 +187,13 @@ def linked_install_needs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     third_party = {Requirement(r).name for folder in project_folders().values()
                    for r in tomllib.loads((folder / "pyproject.toml").read_text())["project"]
                    .get("dependencies", [])} - ours
+    # requirements-dev.txt pulls in this folder's requirements.txt, which pip resolves even
+    # under --no-deps (scikit-learn for the examples, ...)
+    integration = {Requirement(line.split("#")[0]).name
+                   for line in (Path(__file__).parent / "requirements.txt").read_text().splitlines()
+                   if line.split("#")[0].strip()}
     folder = tmp_path_factory.mktemp("linked-install-needs")
-    link_installed(["hatchling", "editables", *sorted(third_party)], folder)
+    link_installed(sorted({"hatchling", "editables", *third_party, *integration}), folder)
     return folder
 
 
