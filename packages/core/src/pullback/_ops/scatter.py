@@ -35,7 +35,7 @@ def _scatter_reduce_kernel(xp: Any) -> Any:
         src = src[tuple(slice(0, n) for n in idx.shape)]
         hit = xp.zeros(x.shape, dtype=bool)
         hit[key] = True
-        identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        identity: float | None = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
         if identity is None:  # amax/amin: the first write must win whatever x holds
             identity = -np.inf if reduce == "amax" else np.inf
             if x.dtype.kind in "iub":

@@ -85,9 +85,9 @@ def _spd(x: Any, lib: Any) -> Any:
     return x @ x.mT + eye * 0.5
 
 
-_SQUARE = [[(3, 3)], [(2, 3, 3)], [(1, 1)]]
-_TALL = [[(4, 3)], [(2, 3, 2)], [(3, 3)]]
-_ANY = [[(4, 3)], [(3, 4)], [(2, 3, 3)]]
+_SQUARE: list[list[tuple[int, ...]]] = [[(3, 3)], [(2, 3, 3)], [(1, 1)]]
+_TALL: list[list[tuple[int, ...]]] = [[(4, 3)], [(2, 3, 2)], [(3, 3)]]
+_ANY: list[list[tuple[int, ...]]] = [[(4, 3)], [(3, 4)], [(2, 3, 3)]]
 
 
 def _eigh_pair(lib: Any) -> Callable[[Any], Any]:
@@ -116,7 +116,7 @@ def _qr_parts(lib: Any) -> Callable[[Any], Any]:
 
 def _solve_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
     a = lambda s: Arg(_well_conditioned(s, dtype, rng))  # noqa: E731
-    b = lambda s: Arg(rng.normal(size=s).astype(dtype))  # noqa: E731
+    b = lambda s: Arg(np.asarray(rng.normal(size=s), dtype))  # noqa: E731
     return [Sample((a((3, 3)), b((3, 2)))), Sample((a((3, 3)), b((3,)))),
             Sample((a((2, 3, 3)), b((2, 3, 4)))), Sample((a((2, 3, 3)), b((2, 3)))),
             Sample((a((3, 3)), b((2, 3, 1)))), Sample((a((3, 3)), b((2, 3))), {"left": False}),

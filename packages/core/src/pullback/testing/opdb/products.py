@@ -44,10 +44,11 @@ def _rank_error(name: str, shapes: Shapes, match: str) -> Callable[..., list[Err
 def _record(name: str, cases: Sequence[tuple[Shapes, dict[str, Any]]], ops: Sequence[str], *,
             strided: Shapes | None = None, errors: Callable[..., list[ErrorCase]] | None = None,
             dtypes: Sequence[str] = ("float32", "float64"), torch: Any = None) -> OpRecord:
+    optional: dict[str, Any] = {"errors": errors} if errors else {}
     return OpRecord(name=name, fn=getattr(pb, name),
                     torch=torch or (lambda t: getattr(t, name)), ops=tuple(ops),
                     dtypes=tuple(dtypes), samples=_shaped(cases, strided),
-                    **({"errors": errors} if errors else {}))
+                    **optional)
 
 
 _NONE: dict[str, Any] = {}

@@ -156,7 +156,7 @@ def _nonzero_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
 
 def _masked_select_samples(dtype: np.dtype, rng: np.random.Generator) -> list[Sample]:
     x = lambda shape: Arg(_distinct(shape, dtype, rng))  # noqa: E731
-    mask = lambda shape: Arg(rng.random(shape) < 0.5)  # noqa: E731
+    mask = lambda shape: Arg(np.asarray(rng.random(shape) < 0.5))  # noqa: E731
     return [Sample((x((3, 4)), mask((3, 4)))), Sample((x((3, 4)), mask((4,)))),
             Sample((x((3, 1)), mask((3, 4)))), Sample((x(()), mask(()))),
             Sample((Arg(_distinct((3, 4), dtype, rng), "transposed"), mask((3, 4))))]
