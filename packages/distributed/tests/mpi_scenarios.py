@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -177,7 +178,9 @@ def unused_error() -> None:
     raise AssertionError("an unused parameter must be an error")
 
 
-def dead_rank(timeout: str) -> None:
+def dead_rank(timeout: str, path: str) -> None:
+    """Rank 1 dies; rank 0's next all_reduce must raise the timeout naming it, on the lean path
+    of a synchronous all_reduce (_fastpath) or on the general one (async work)."""
     dist.init_process_group("mpi", timeout=float(timeout))
     t = pullback.ones(4)
     dist.all_reduce(t)  # everyone is here
@@ -185,9 +188,14 @@ def dead_rank(timeout: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     start = time.monotonic()
     try:
-        dist.all_reduce(t)
+        if path == "lean":
+            dist.all_reduce(t)
+        else:
+            dist.all_reduce(t, async_op=True).wait()
     except dist.DistributedTimeoutError as exc:
-        print(json.dumps({"rank": dist.get_rank(), "error": str(exc),
+        raised_in = " ".join(os.path.basename(f.filename)
+                             for f in traceback.extract_tb(exc.__traceback__))
+        print(json.dumps({"rank": dist.get_rank(), "error": str(exc), "raised_in": raised_in,
                           "seconds": time.monotonic() - start}), flush=True)
         raise
 

@@ -11,11 +11,15 @@ import pytest
 from distributed_support import rank_results
 
 
-def test_a_dead_rank_is_named_within_the_timeout(launch):
-    result = launch(2, "dead_rank", "3", flags=("-disable-auto-cleanup",), timeout=120,
+@pytest.mark.parametrize("path", ["lean", "general"])
+def test_a_dead_rank_is_named_within_the_timeout(launch, path):
+    result = launch(2, "dead_rank", "3", path, flags=("-disable-auto-cleanup",), timeout=120,
                     survive_launcher=True)
     reports = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", result.stdout)]
     survivor = next(r for r in reports if r["rank"] == 0)
+    # A synchronous all_reduce of a contiguous float32 tensor takes the lean path, and its own
+    # wait raises the timeout; async work waits on the general path.
+    assert ("_fastpath.py" in survivor["raised_in"].split()) == (path == "lean"), survivor
     # The survivor reports only from its `except DistributedTimeoutError` (mpi_scenarios): the
     # error's type is checked there. Its traceback on stderr can lose its last line when the job
     # is aborted at exit, so the message is read from the report instead.

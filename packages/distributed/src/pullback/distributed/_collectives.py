@@ -14,6 +14,7 @@ import numpy as np
 from pullback import Tensor
 from pullback.errors import ShapeError
 
+from . import _fastpath
 from ._backend import REDUCTIONS, Request
 from ._group import ProcessGroup, resolve
 from .errors import DistributedError
@@ -100,6 +101,8 @@ def all_reduce(tensor: Tensor, op: str = ReduceOp.SUM, group: ProcessGroup | Non
                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group's ranks (sum, avg, max, min, product), in place on
     every rank."""
+    if not async_op and _fastpath.all_reduce(tensor, op, group):
+        return None
     what = f"all_reduce(op={op!r})"
     g = resolve(group, what)
     if op not in REDUCTIONS:

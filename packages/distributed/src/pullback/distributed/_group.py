@@ -12,8 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 from . import _watchdog
-from ._backend import MPIBackend, NCCLBackend, Request
-from .errors import DistributedError, DistributedTimeoutError
+from ._backend import MPIBackend, NCCLBackend, Request, spin_wait
+from .errors import DistributedError
 
 BACKENDS = ("mpi", "nccl")
 DEFAULT_TIMEOUT = timedelta(minutes=30)  # torch.distributed's default
@@ -52,10 +52,14 @@ class ProcessGroup:
         self.backend, self.device_index = backend, device_index
         self.broken = False
         self._impl: Any = None
+        # The MPI backend of a healthy CPU group this process belongs to: what the lean
+        # all-reduce path (_fastpath) runs on; None sends every call down the general path.
+        self.lean_mpi: MPIBackend | None = None
         if self.rank >= 0:
             mpi = MPIBackend(comm)
             self._impl = NCCLBackend(mpi, device_index) if backend == "nccl" else mpi
             self._mpi = mpi
+            self.lean_mpi = mpi if backend == "mpi" else None
 
     def __repr__(self) -> str:
         return (f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks}, rank={self.rank}, "
@@ -73,14 +77,17 @@ class ProcessGroup:
 
     def wait(self, requests: list[Request], what: str) -> None:
         """Wait for started collectives with the group's timeout."""
-        me = self._peers[self.global_rank]
-        try:
-            _watchdog.wait(requests, what, self.timeout,
-                           [self._peers[r] for r in self.ranks], me)
-        except DistributedTimeoutError:
-            self.broken = True
-            _mark_broken()
-            raise
+        if not spin_wait(requests, self.timeout):
+            self.timed_out(what)
+
+    def timed_out(self, what: str) -> None:
+        """Raise the DistributedTimeoutError of ``what`` naming the dead ranks, and mark the
+        group (and the job) broken: the dead peer's collective can never complete."""
+        self.broken = True
+        self.lean_mpi = None
+        _mark_broken()
+        raise _watchdog.timeout_error(what, self.timeout, [self._peers[r] for r in self.ranks],
+                                      self._peers[self.global_rank])
 
     def all_gather_object(self, obj: Any) -> list[Any]:
         """Small Python values from every member (over MPI, blocking)."""
@@ -154,6 +161,11 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
 
 def is_initialized() -> bool:
     return _WORLD is not None
+
+
+def current_world() -> ProcessGroup | None:
+    """The default group, None before init_process_group."""
+    return _WORLD
 
 
 def world(what: str = "this call") -> ProcessGroup:

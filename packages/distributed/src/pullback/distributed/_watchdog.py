@@ -1,20 +1,19 @@
-"""Waiting on collectives with a timeout, and naming the ranks that stopped.
+"""Naming the ranks that stopped when a collective outlives its timeout.
 
 MPI collectives block forever when a peer dies and the launcher does not clean up (mpiexec
--disable-auto-cleanup, some schedulers, hosts that lose the network). Every wait here has the
-process group's timeout. When it expires, the ranks on this host are checked (their process
-ids were exchanged when the group was made) and the error names the dead ones; ranks on other
-hosts cannot be checked from here, and the error says so too.
+-disable-auto-cleanup, some schedulers, hosts that lose the network), so every wait has the
+process group's timeout (:func:`pullback.distributed._backend.poll`). When it expires, the
+ranks on this host are checked (their process ids were exchanged when the group was made)
+and the error names the dead ones; ranks on other hosts cannot be checked from here, and the
+error says so too.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import time
 from dataclasses import dataclass
 
-from ._backend import Request, spin_wait
 from .errors import DistributedTimeoutError
 
 
@@ -63,11 +62,8 @@ def diagnose(peers: list[Peer], me: Peer) -> str:
     return "; ".join(parts)
 
 
-def wait(requests: list[Request], what: str, timeout: float, peers: list[Peer],
-         me: Peer) -> None:
-    """Wait for ``requests``; past ``timeout`` seconds raise DistributedTimeoutError naming
-    ``what`` (the collective) and the peers' state."""
-    if spin_wait(requests, time.monotonic() + timeout):
-        return
-    raise DistributedTimeoutError(f"{what} did not complete within {timeout:g} s on rank "
-                                  f"{me.rank}: {diagnose(peers, me)}")
+def timeout_error(what: str, timeout: float, peers: list[Peer], me: Peer) -> DistributedTimeoutError:
+    """The error for ``what`` (the collective) not completing within ``timeout`` seconds,
+    naming the peers' state."""
+    return DistributedTimeoutError(f"{what} did not complete within {timeout:g} s on rank "
+                                   f"{me.rank}: {diagnose(peers, me)}")

@@ -1,0 +1,48 @@
+"""The lean path of the commonest collective: a synchronous ``all_reduce`` of a contiguous
+CPU tensor over MPI.
+
+The general path (:mod:`pullback.distributed._collectives`) wraps every collective in
+Request and Work objects, closures and list comprehensions, which cost about 10 us per call
+on this machine: a 1 KB all-reduce was 0.77 of raw mpi4py's bandwidth. This path starts the
+same non-blocking ``MPI_Iallreduce`` in place on the tensor's own array and completes it with
+:func:`pullback.distributed._backend.wait_request`: the group's timeout, and the error naming
+the dead ranks when it expires, are kept. Anything it does not cover (async work, NCCL,
+non-contiguous tensors, dtypes MPI cannot reduce natively, bad arguments) returns False and
+goes down the general path, which also raises the errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pullback import Tensor
+
+from . import _group
+from ._backend import wait_request
+from ._group import ProcessGroup
+
+# The dtypes MPI reduces itself (float16, bfloat16 and bool are widened by the general path).
+_NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
+                                          np.int64, np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def all_reduce(tensor: Tensor, op: str, group: ProcessGroup | None) -> bool:
+    """Reduce ``tensor`` in place over ``group`` (None: the world) if this path covers the
+    call (True), else leave it untouched (False)."""
+    g = _group.current_world() if group is None else group
+    mpi = None if g is None else g.lean_mpi
+    if mpi is None or not isinstance(tensor, Tensor):
+        return False
+    array = tensor.array
+    mpi_op = mpi.ops.get(op)
+    if (mpi_op is None or type(array) is not np.ndarray or not array.flags.c_contiguous
+            or array.dtype not in _NATIVE):
+        return False
+    request = mpi.comm.Iallreduce(mpi.in_place, array, op=mpi_op)
+    # A small message is done at the first test: the wait (and its clock) only starts after.
+    if not request.Test() and not wait_request(request, g.timeout):
+        g.timed_out(f"all_reduce(op={op!r})")
+    if op == "avg":
+        np.divide(array, g.size, out=array, casting="unsafe")
+    tensor._version[0] += 1  # written in place, outside the graph
+    return True
