@@ -1,13 +1,11 @@
-"""One fuzz case of the native max pooling entry points (``pullback/nn/_ops/pool.py``:
-``native_max_pool2d`` and ``native_max_pool2d_backward``, over ``_csrc/pool.c``) against the
-NumPy kernels, run in a worker process by ``test_pool_native.py`` (see
+"""One fuzz case of the native max pooling backward (``pullback/nn/_ops/pool.py``'s
+``native_max_pool2d_backward``, over ``_csrc/pool.c``) against the NumPy kernel, run in a worker process by ``test_pool_native.py`` (see
 :mod:`pullback.testing.isolation`): a crash there is a failing case, not a dead pytest.
 
 A case is a window case of ``test_native_fuzz.py`` (shape, geometry, dtype, layout, seed). For
 valid arguments (``nn_native_fuzz_cases``'s independent oracle of PyTorch's rules) the native
-result, or ``NotImplemented``, must equal the NumPy kernel's: bit for bit in the forward, to
-float32 rounding in the backward (overlapping windows add in another order); for invalid ones
-both must refuse with a typed pullback error.
+result, or ``NotImplemented``, must equal the NumPy kernel's to float32 rounding (overlapping
+windows add in another order); for invalid ones both must refuse with a typed pullback error.
 """
 
 from __future__ import annotations
@@ -24,28 +22,15 @@ if str(Path(__file__).parent) not in sys.path:  # the worker loads this file by 
 import pullback.nn  # noqa: E402,F401 - registers the ops
 from nn_native_fuzz_cases import (_compare, _geometry_valid, _outcome, _pairs,  # noqa: E402
                                   make_array)
-from pullback.nn._ops import geometry, pool  # noqa: E402
+from pullback.nn._ops import pool  # noqa: E402
 
-_numpy_forward = pool._max_pool_kernel("nn.max_pool2d")(np).__wrapped__
+_numpy_forward = pool._max_pool_kernel("nn.max_pool2d")(np)
 _numpy_backward = pool._max_pool_backward_kernel("nn.max_pool2d_backward")(np).__wrapped__
 
 
 def _geometry(case: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     kernel, stride, padding, dilation, out_hw = _pairs(case)
     return dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation), out_hw
-
-
-def _forward(case: dict[str, Any]) -> str | None:
-    geo, _ = _geometry(case)
-    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
-    # the forward computes its own output size: only the geometry can be invalid
-    out_hw = tuple(geometry.out_size(s, k, st, p, d) if st > 0 else 0 for s, k, st, p, d in zip(
-        x.shape[2:], geo["kernel_size"], geo["stride"], geo["padding"], geo["dilation"])) if len(x.shape) == 4 else ()
-    valid = _geometry_valid(x.shape, geo["kernel_size"], geo["stride"],
-                            geo["padding"], geo["dilation"], out_hw)
-    valid = valid and x.dtype.kind in "fiu"
-    native = _outcome(lambda: pool.native_max_pool2d(x, **geo))
-    return _compare(native, _outcome(lambda: _numpy_forward(x, **geo)), valid, exact=True)
 
 
 def _backward(case: dict[str, Any]) -> str | None:
@@ -68,7 +53,7 @@ def _backward(case: dict[str, Any]) -> str | None:
     return _compare(native, fallback, valid, exact=False)
 
 
-KERNELS = {"max_pool2d": _forward, "max_pool2d_backward": _backward}
+KERNELS = {"max_pool2d_backward": _backward}
 
 
 def run_case(case: dict[str, Any]) -> str | None:

@@ -12,8 +12,8 @@ input (``return_indices=True``).
 Average pooling is linear; it and its adjoint ``nn.avg_pool2d_grad`` are each other's gradients.
 
 The NumPy kernels loop over the window offsets with strided views (no im2col copy, no
-scatter-add). 2-d max pooling and its backward on float32 CPU arrays run a C loop instead
-(``_csrc/pool.c``: one pass per plane, the same results bit for bit in the forward), where those
+scatter-add). The backward of 2-d max pooling on float32 CPU arrays runs a C loop instead
+(``_csrc/pool.c``: one pass per plane, each gradient routed to the same position), where those
 passes measured about 30 % of a small CNN's per-sample-gradient time.
 Attributes: ``kernel_size``, ``stride`` and ``dilation`` have one int per spatial axis,
 ``padding`` one ``(before, after)`` pair per axis. Padding is symmetric as PyTorch takes it; an
@@ -63,32 +63,12 @@ def _at(offset: tuple[int, ...]) -> tuple[Any, ...]:
     return (slice(None), slice(None)) + offset
 
 
-def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: PaddingNd,
-                      dilation: Sizes, where: str = "nn.max_pool2d") -> Any:
-    """The C max pooling of a float32 (N, C, H, W) NumPy array, or ``NotImplemented`` (other
-    ranks and dtypes, small inputs, no compiler). The geometry is checked first."""
-    if len(kernel_size) != 2:
-        return NotImplemented
-    out_hw = check_windows(where, tuple(x.shape), kernel_size, stride, padding, dilation)
-    check_number_dtype(where, x)
-    inputs = native.float32_inputs(x)
-    kernel = _native._function("max_pool2d_f32", 2, 12, source="pool") if inputs else None
-    if kernel is None:
-        return NotImplemented
-    sizes = _native._geometry(where, tuple(x.shape), kernel_size, out_hw, stride, padding,
-                              dilation)
-    (x,) = inputs
-    n, c, h, w = x.shape
-    y = np.empty((n, c) + tuple(out_hw), dtype=np.float32)
-    native.run_rows(kernel, n * c, h * w, x.ctypes.data, y.ctypes.data, h, w, *sizes)
-    return y
-
-
 def native_max_pool2d_backward(g: Any, x: Any, out: Any, *, kernel_size: Sizes, stride: Sizes,
                                padding: PaddingNd, dilation: Sizes,
                                where: str = "nn.max_pool2d_backward") -> Any:
-    """The C backward of :func:`native_max_pool2d` (``g`` added to each window's first maximum
-    in ``x``), or ``NotImplemented``. The geometry and the pooled shapes are checked first."""
+    """The C backward of 2-d max pooling for float32 (N, C, H, W) NumPy arrays (``g`` added to
+    each window's first maximum in ``x``), or ``NotImplemented`` (other ranks and dtypes, small
+    inputs, no compiler). The geometry and the pooled shapes are checked first."""
     if len(kernel_size) != 2:
         return NotImplemented
     check_windows(where, tuple(x.shape), kernel_size, stride, padding, dilation)
@@ -120,9 +100,6 @@ def _max_pool_kernel(where: str) -> Any:
                 xp.maximum(best, win[_at(offset)], out=best)
             return best
 
-        if xp is np:
-            return native.native_first(
-                lambda x, **geometry: native_max_pool2d(x, where=where, **geometry), max_pool)
         return max_pool
 
     return factory

@@ -1,16 +1,14 @@
-/* 2-d max pooling on float32 NCHW arrays, and its backward.
+/* The backward of 2-d max pooling on float32 NCHW arrays.
  *
  * Window (i, j) of a plane covers input positions (i*sh - pt + p*dh, j*sw - pl + q*dw) for
- * p < kh, q < kw; positions in the padding count as -infinity, as in the NumPy kernels of
- * pool.py (which pad with -inf), so that both give the same results bit for bit:
- *   - the forward takes NumPy's maximum over the offsets in raster order (a NaN anywhere in a
- *     window makes its maximum NaN);
- *   - the backward adds g[i, j] to the first position in raster order whose value equals the
- *     window's maximum y[i, j] (PyTorch's choice for ties); when that position is in the padding
- *     (a window of -inf) or none equals it (NaN), the gradient goes nowhere.
- * One pass per plane, where the NumPy kernels make several passes over strided views per
- * window offset. Each call handles planes (n, c) lo..hi. (Starting the forward's maximum at
- * -inf rather than at a window's first value changes nothing: -inf is maximum's identity.)
+ * p < kh, q < kw; positions in the padding count as -infinity, as in the NumPy kernel of
+ * pool.py (which pads with -inf), so that both route every gradient alike: g[i, j] is added to
+ * the first position in raster order whose value equals the window's maximum y[i, j]
+ * (PyTorch's choice for ties); when that position is in the padding (a window of -inf) or none
+ * equals it (NaN), the gradient goes nowhere. One pass per plane, where the NumPy kernel makes
+ * four passes over strided views per window offset (measured twice this kernel's time on a
+ * small CNN's activations). Each call handles planes (n, c) lo..hi. (The forward stays NumPy's:
+ * a C loop measured no faster there.)
  *
  * What the callers guarantee (pullback/nn/_ops/pool.py checks it with geometry.py, through
  * _native.py's _geometry, before every call; nothing here checks it again):
@@ -28,51 +26,6 @@
 /* The value at padded position (r, c) of a plane: -inf in the padding. */
 static inline float at(const float *plane, int64_t r, int64_t c, int64_t h, int64_t w) {
     return (r >= 0 && r < h && c >= 0 && c < w) ? plane[r * w + c] : -INFINITY;
-}
-
-/* NumPy's maximum(best, v): NaN if either is NaN, else the larger. */
-static inline float maximum(float best, float v) {
-    return (v > best || v != v) ? v : best;
-}
-
-/* the j range [*j_lo, *j_hi) whose column j*sw + c0 lies in 0..w-1 (as im2col.c's) */
-static void valid_columns(int64_t c0, int64_t sw, int64_t w, int64_t wo, int64_t *j_lo,
-                          int64_t *j_hi) {
-    int64_t lo = c0 < 0 ? (-c0 + sw - 1) / sw : 0;
-    int64_t hi = c0 > w - 1 ? 0 : (w - 1 - c0) / sw + 1;
-    *j_lo = lo < wo ? lo : wo;
-    *j_hi = hi < wo ? hi : wo;
-    if (*j_hi < *j_lo) *j_hi = *j_lo;
-}
-
-/* Plane by plane: start from -inf (the padding's value, and maximum's identity), then for each
- * window offset (p, q) take the maximum with the input row it reads, over the windows where
- * that offset falls inside the image (the column range is found once per offset and plane). */
-void max_pool2d_f32(int64_t lo, int64_t hi, const float *x, float *y, int64_t h, int64_t w,
-                    int64_t kh, int64_t kw, int64_t ho, int64_t wo, int64_t sh, int64_t sw,
-                    int64_t pt, int64_t pl, int64_t dh, int64_t dw) {
-    for (int64_t plane = lo; plane < hi; plane++) {
-        const float *xp = x + plane * h * w;
-        float *yp = y + plane * ho * wo;
-        for (int64_t k = 0; k < ho * wo; k++) yp[k] = -INFINITY;
-        for (int64_t p = 0; p < kh; p++)
-            for (int64_t q = 0; q < kw; q++) {
-                int64_t c0 = q * dw - pl, j_lo, j_hi;
-                valid_columns(c0, sw, w, wo, &j_lo, &j_hi);
-                for (int64_t i = 0; i < ho; i++) {
-                    int64_t r = i * sh - pt + p * dh;
-                    if (r < 0 || r >= h) continue;
-                    const float *restrict xrow = xp + r * w + c0;
-                    float *restrict yrow = yp + i * wo;
-                    if (sw == 1)
-                        for (int64_t j = j_lo; j < j_hi; j++)
-                            yrow[j] = maximum(yrow[j], xrow[j]);
-                    else
-                        for (int64_t j = j_lo; j < j_hi; j++)
-                            yrow[j] = maximum(yrow[j], xrow[j * sw]);
-                }
-            }
-    }
 }
 
 /* Window by window: the first offset in raster order whose value equals the maximum. Windows
