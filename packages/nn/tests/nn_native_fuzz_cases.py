@@ -18,7 +18,7 @@ import numpy as np
 
 import pullback.nn  # noqa: F401 - registers the ops
 from pullback.errors import PullbackError
-from pullback.nn._ops import _native, conv, geometry, norm, softmax
+from pullback.nn._ops import _native, conv, cross_entropy, geometry, norm, softmax
 from pullback.testing.layouts import fuzz_values, laid_out
 
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
@@ -203,6 +203,95 @@ def _softmax_backward(case: dict[str, Any]) -> str | None:
     return _compare(("value", n[1][rows]), ("value", f[1][rows]), valid=True, exact=False)
 
 
+
+def _log_softmax(case: dict[str, Any]) -> str | None:
+    """The forward and the backward entry points (the backward on the forward's output)."""
+    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    g = make_array(case["other_shape"], case["dtype"], case["other_layout"], case["seed"] + 1,
+                   False)
+    axis = case["axis"]
+    numpy_forward = softmax._log_softmax_kernel(np).__wrapped__
+    n = _outcome(lambda: _native.log_softmax(x, axis=axis))
+    if n[0] == "raised":
+        return f"forward: native raised {_describe(*n)}"
+    if n[1] is not NotImplemented:
+        if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
+            return f"forward: native took axis {axis} of a {x.ndim}-d input"
+        problem = _compare(n, _outcome(lambda: numpy_forward(x, axis=axis)), valid=True,
+                           exact=False, finite_only=case["special"])
+        if problem:
+            return f"forward: {problem}"
+    fits = x.dtype.kind == "f" and -x.ndim <= axis < x.ndim
+    y = numpy_forward(x, axis=axis) if fits else x
+    b = _outcome(lambda: _native.log_softmax_backward(g, y, axis=axis))
+    if b[0] == "raised":
+        return f"backward: native raised {_describe(*b)}"
+    if b[1] is NotImplemented:
+        return None
+    if g.shape != y.shape:
+        return f"backward: native took a gradient {g.shape} for an output {y.shape}"
+    rows = _ordinary_rows(y, 1)  # a row's sum decides all of it
+    g64, y64 = g[rows].astype(np.float64), y[rows].astype(np.float64)
+    expected = g64 - np.exp(y64) * g64.sum(axis=-1, keepdims=True)
+    # g - exp(y) * sum(g) cancels (to 0 where g is constant along the row): the rounding of
+    # the sum and of exp bound the difference, relative to the terms, not to the result.
+    terms = np.abs(g64) + np.exp(y64) * np.abs(g64).sum(axis=-1, keepdims=True)
+    bound = 1e-5 * np.abs(expected) + 16 * np.finfo(y.dtype).eps * terms + 1e-30
+    bad = np.abs(b[1][rows] - expected) > bound
+    if bad.any():
+        where = tuple(np.argwhere(bad)[0])
+        return f"backward: native {b[1][rows][where]!r}, float64 {expected[where]!r} at {where}"
+    return None
+
+
+def _class_targets(case: dict[str, Any], rows: int, cols: int) -> Any:
+    rng = np.random.default_rng(case["seed"] + 2)
+    low, high = (-1, cols + 1) if case["targets"] == "out_of_range" else (0, max(cols, 1))
+    target = rng.integers(low, high, size=case["target_rows"] if case["target_rows"] >= 0
+                          else rows)
+    target[rng.random(target.shape) < 0.2] = case["ignore_index"]
+    return target.astype(case["target_dtype"])
+
+
+def _cross_entropy(case: dict[str, Any]) -> str | None:
+    """Forward and backward entry points. Targets the functional layer would refuse (outside
+    0..C-1, not ignore_index) must not crash them: they give NaN losses."""
+    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    rows, cols = (x.shape + (0, 0))[:2]
+    target = _class_targets(case, rows, cols)
+    ignore = case["ignore_index"]
+    numpy_forward = cross_entropy._cross_entropy_kernel(np).__wrapped__
+    n = _outcome(lambda: _native.cross_entropy(x, target, ignore_index=ignore))
+    if n[0] == "raised":
+        return f"forward: native raised {_describe(*n)}"
+    if n[1] is NotImplemented:
+        return None
+    if x.ndim != 2 or target.shape != (rows,):
+        return f"native took logits {x.shape} with targets {target.shape}"
+    loss, (stats,) = n[1]
+    bad = (target != ignore) & ((target < 0) | (target >= cols))
+    if not np.isnan(loss[bad]).all():
+        return "an out-of-range target did not give a NaN loss"
+    ok = ~bad & _ordinary_rows(x, 1)
+    g = np.random.default_rng(case["seed"] + 3).standard_normal(rows).astype(x.dtype)
+    back = _outcome(lambda: _native.cross_entropy_backward(g, x, target, stats,
+                                                          ignore_index=ignore))
+    if back[0] == "raised":
+        return f"backward: native raised {_describe(*back)}"
+    safe = np.where(bad, ignore, target)  # what the fallback can index
+    want_loss, (want_stats,) = numpy_forward(x[ok], safe[ok], ignore_index=ignore)
+    for got, want, what in ((loss[ok], want_loss, "loss"), (stats[ok], want_stats, "stats")):
+        problem = _compare(("value", got), ("value", want), valid=True, exact=False)
+        if problem:
+            return f"forward {what}: {problem}"
+    if back[1] is NotImplemented:
+        return "the backward refused the forward's own output"
+    p = np.exp(x[ok].astype(np.float64) - want_stats[:, :1] - want_stats[:, 1:])
+    valid = safe[ok] != ignore
+    p[np.flatnonzero(valid), safe[ok][valid].astype(np.int64)] -= 1
+    expected = (p * np.where(valid, g[ok], 0)[:, None]).astype(x.dtype)
+    return _compare(("value", back[1][ok]), ("value", expected), valid=True, exact=False)
+
 def _param(case: dict[str, Any], key: str, shape: tuple[int, ...], seed: int) -> Any:
     choice = case[key]
     if choice == "none":
@@ -298,7 +387,8 @@ def _layer_norm_backward(case: dict[str, Any]) -> str | None:
 
 KERNELS = {"im2col": _im2col, "col2im": _col2im, "softmax": _softmax,
            "softmax_backward": _softmax_backward, "layer_norm": _layer_norm,
-           "layer_norm_backward": _layer_norm_backward}
+           "layer_norm_backward": _layer_norm_backward, "log_softmax": _log_softmax,
+           "cross_entropy": _cross_entropy}
 
 
 def run_case(case: dict[str, Any]) -> str | None:

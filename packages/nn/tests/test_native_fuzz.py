@@ -1,4 +1,5 @@
-"""Fuzzing nn's native kernels (im2col, col2im, softmax and layer norm with their backwards)
+"""Fuzzing nn's native kernels (im2col, col2im, softmax, layer norm, log-softmax and
+cross-entropy with their backwards)
 through their entry points, each case in a worker process (``pullback.testing.isolation``): a
 crash fails the case and says which, instead of killing pytest.
 
@@ -28,9 +29,13 @@ from hypothesis import strategies as st  # noqa: E402
 from pullback.testing.isolation import Workers, fuzz_in_isolation  # noqa: E402
 
 CASES_FILE = Path(__file__).with_name("nn_native_fuzz_cases.py")
-KERNELS = ("im2col", "col2im", "softmax", "softmax_backward", "layer_norm", "layer_norm_backward")
+KERNELS = ("im2col", "col2im", "softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
+           "log_softmax", "cross_entropy")
 CASES_PER_KERNEL = 2000
 SANITIZED_CASES_PER_KERNEL = 200
+# Kernels whose row loops hold no index arithmetic beyond the row's own (log-softmax and
+# cross-entropy share softmax's), fuzzed with fewer cases to keep the folder's time.
+FEWER_CASES = {"log_softmax": 800, "cross_entropy": 800}
 
 # -- strategies --------------------------------------------------------------------------------
 
@@ -95,7 +100,10 @@ def rows_shape(draw: Any) -> list[int]:
 def rows_case(draw: Any, kernel_name: str) -> dict[str, Any]:
     # Only the arguments the entry point takes are drawn: each draw costs Hypothesis time.
     shape = draw(rows_shape())
-    two_inputs = kernel_name.endswith("backward")
+    if kernel_name == "cross_entropy" and draw(st.integers(0, 3)):  # mostly (N, C) logits
+        cols = draw(st.sampled_from([1, 15, 16, 17, 64, 257, 1031]))
+        shape = [max(draw(st.integers(1, 40)), 1024 // cols + 1), cols]
+    two_inputs = kernel_name.endswith("backward") or kernel_name == "log_softmax"
     other = draw(st.one_of(st.just(shape), rows_shape())) if two_inputs else shape
     ndim = max(len(shape), 1)
     case = {"entry": kernel_name, "shape": shape, "other_shape": other,
@@ -107,6 +115,14 @@ def rows_case(draw: Any, kernel_name: str) -> dict[str, Any]:
     if kernel_name == "softmax":
         case.update(scale=draw(st.sampled_from([1.0, 0.37, -1.5, 0.0, 1e30])),
                     causal=draw(st.booleans()), in_place=draw(st.booleans()))
+    if kernel_name == "log_softmax":
+        case["axis"] = draw(st.one_of(st.just(-1), st.integers(-ndim - 1, ndim)))
+    if kernel_name == "cross_entropy":
+        case.update(targets=draw(st.sampled_from(["valid"] * 3 + ["out_of_range"])),
+                    target_dtype=draw(st.sampled_from(["int64", "int64", "int32", "uint8",
+                                                       "float32"])),
+                    target_rows=draw(st.sampled_from([-1] * 5 + [0, 1])),
+                    ignore_index=draw(st.sampled_from([-100, 0, 3])))
     if kernel_name.startswith("layer_norm"):
         case.update(normalized_ndim=draw(st.integers(-1, 3)),
                     w=draw(st.sampled_from(["none", "given", "given", "wrong"])),
@@ -133,13 +149,14 @@ def workers() -> Any:
 
 @pytest.mark.parametrize("kernel_name", KERNELS)
 def test_entry_point_never_crashes_and_agrees_with_numpy(workers: Any, kernel_name: str) -> None:
-    ran = fuzz_in_isolation(workers.get("plain"), strategy(kernel_name), CASES_PER_KERNEL)
-    assert ran >= CASES_PER_KERNEL
+    cases = FEWER_CASES.get(kernel_name, CASES_PER_KERNEL)
+    ran = fuzz_in_isolation(workers.get("plain"), strategy(kernel_name), cases)
+    assert ran >= cases
 
 
 @pytest.mark.parametrize("kernel_name", KERNELS)
 def test_entry_point_under_address_and_undefined_behaviour_sanitizers(workers: Any,
                                                                       kernel_name: str) -> None:
-    ran = fuzz_in_isolation(workers.get("sanitized", pytest.skip), strategy(kernel_name),
-                            SANITIZED_CASES_PER_KERNEL)
-    assert ran >= SANITIZED_CASES_PER_KERNEL
+    cases = min(FEWER_CASES.get(kernel_name, CASES_PER_KERNEL), SANITIZED_CASES_PER_KERNEL)
+    ran = fuzz_in_isolation(workers.get("sanitized", pytest.skip), strategy(kernel_name), cases)
+    assert ran >= cases

@@ -1,11 +1,13 @@
-"""C kernels (``_csrc/*.c``, built by :mod:`pullback.native`) for nn's float32 ops on the CPU:
-softmax (attention's scale and causal mask folded in), layer norm and their backwards
-(``rows.c``): one pass per row, where the NumPy kernels make five to ten passes over the whole
-array; and convolution's im2col and col2im (``im2col.c``), which NumPy runs through strided views
-at a few nanoseconds per element.
+"""C kernels (``_csrc/*.c``, built by :mod:`pullback.native`) for nn's ops on the CPU: softmax
+(attention's scale and causal mask folded in), layer norm and their backwards on float32, and
+log-softmax and softmax cross-entropy with their backwards on float32 and float64 (``rows.c``):
+one pass per row, where the NumPy kernels make five to ten passes over the whole array; and
+convolution's im2col and col2im (``im2col.c``), which NumPy runs through strided views at a few
+nanoseconds per element.
 
-Each function returns ``NotImplemented`` for inputs it does not cover (not float32, under 1,024
-elements, no compiler), and the caller runs the NumPy kernel; strided inputs are copied once.
+Each function returns ``NotImplemented`` for inputs it does not cover (another dtype, under
+1,024 elements, no compiler), and the caller runs the NumPy kernel; strided inputs are copied
+once.
 Arguments that would make a C kernel read or write outside its arrays raise a typed error
 instead (im2col and col2im check their geometry with :mod:`.geometry`): each C source states at
 its top what these entry points guarantee it.
@@ -76,6 +78,105 @@ def softmax_backward(gy: Any, y: Any, *, axis: int) -> Any:
                     cols)
     return gx
 
+
+
+def _float_inputs(*arrays: Any) -> tuple[tuple[Any, ...], str] | None:
+    """The arrays C-contiguous and the kernel suffix of their common dtype (``"f32"`` or
+    ``"f64"``), or ``None``: as :func:`pullback.native.float32_inputs`, float64 included."""
+    dtype = arrays[0].dtype if arrays[0].__class__ is np.ndarray else None
+    if dtype == np.float32:
+        inputs = native.float32_inputs(*arrays)
+        return None if inputs is None else (inputs, "f32")
+    if dtype != np.float64 or any(a.__class__ is not np.ndarray or a.dtype != dtype
+                                  for a in arrays):
+        return None
+    if max(a.size for a in arrays) < native.MIN_NATIVE_ELEMENTS:
+        return None
+    return tuple(np.ascontiguousarray(a) for a in arrays), "f64"
+
+
+def log_softmax(x: Any, *, axis: int) -> Any:
+    """``(x - max) - log(sum(exp(x - max)))`` along the last axis."""
+    found = _float_inputs(x) if _last_axis(x, axis) else None
+    kernel = None if found is None else _function(f"log_softmax_{found[1]}", 2, 1)
+    if kernel is None:
+        return NotImplemented
+    (x,), _ = found
+    y = np.empty_like(x)
+    cols = x.shape[-1]
+    native.run_rows(kernel, x.size // cols, cols, x.ctypes.data, y.ctypes.data, cols)
+    return y
+
+
+def log_softmax_backward(g: Any, y: Any, *, axis: int) -> Any:
+    """``g - exp(y) * sum(g)`` along the last axis (``y``: the log-softmax)."""
+    fits = g.shape == y.shape and _last_axis(y, axis)
+    found = _float_inputs(g, y) if fits else None
+    kernel = None if found is None else _function(f"log_softmax_backward_{found[1]}", 3, 1)
+    if kernel is None:
+        return NotImplemented
+    (g, y), _ = found
+    gx = np.empty_like(y)
+    cols = y.shape[-1]
+    native.run_rows(kernel, y.size // cols, cols, g.ctypes.data, y.ctypes.data, gx.ctypes.data,
+                    cols)
+    return gx
+
+
+def _class_rows(logits: Any, target: Any) -> Any:
+    """``target`` as C-contiguous int64, when ``logits`` is (N, C) with C >= 1 and ``target``
+    holds N integers; else ``None``. (Out-of-range targets cannot make the C kernels read or
+    write outside a row: they give a NaN loss there, see rows.c.)"""
+    if (logits.ndim != 2 or logits.shape[1] == 0 or target.__class__ is not np.ndarray
+            or target.shape != logits.shape[:1] or target.dtype.kind not in "iu"):
+        return None
+    if target.dtype == np.uint64 and target.size and int(target.max()) >= 2 ** 63:
+        return None  # would wrap to negative int64 values; the NumPy kernel says what is wrong
+    return np.ascontiguousarray(target, dtype=np.int64)
+
+
+def _ignore(ignore_index: int) -> int | None:
+    return ignore_index if -2 ** 63 <= ignore_index < 2 ** 63 else None
+
+
+def cross_entropy(logits: Any, target: Any, *, ignore_index: int) -> Any:
+    """``(loss, (stats,))``: per row ``logsumexp(logits) - logits[target]`` (0 where the target
+    is ``ignore_index``) and ``stats`` (N, 2), each row's max and log-sum of exponentials after
+    it (what :func:`cross_entropy_backward` reads)."""
+    found = _float_inputs(logits) if logits.ndim == 2 else None
+    target = None if found is None else _class_rows(logits, target)
+    if target is None or _ignore(ignore_index) is None:
+        return NotImplemented
+    kernel = _function(f"cross_entropy_{found[1]}", 4, 2)
+    if kernel is None:
+        return NotImplemented
+    (logits,), _ = found
+    rows, cols = logits.shape
+    loss = np.empty(rows, dtype=logits.dtype)
+    stats = np.empty((rows, 2), dtype=logits.dtype)
+    native.run_rows(kernel, rows, cols, logits.ctypes.data, target.ctypes.data, loss.ctypes.data,
+                    stats.ctypes.data, cols, ignore_index)
+    return loss, (stats,)
+
+
+def cross_entropy_backward(g: Any, logits: Any, target: Any, stats: Any, *,
+                           ignore_index: int) -> Any:
+    """``(softmax(logits) - onehot(target)) * g[:, None]``, rows whose target is
+    ``ignore_index`` zero; ``g`` (N,) is the gradient of the per-row loss."""
+    fits = logits.ndim == 2 and g.shape == logits.shape[:1] and stats.shape == (len(g), 2)
+    found = _float_inputs(logits, g, stats) if fits else None
+    target = None if found is None else _class_rows(logits, target)
+    if target is None or _ignore(ignore_index) is None:
+        return NotImplemented
+    kernel = _function(f"cross_entropy_backward_{found[1]}", 5, 2)
+    if kernel is None:
+        return NotImplemented
+    (logits, g, stats), _ = found
+    rows, cols = logits.shape
+    gx = np.empty_like(logits)
+    native.run_rows(kernel, rows, cols, logits.ctypes.data, target.ctypes.data,
+                    stats.ctypes.data, g.ctypes.data, gx.ctypes.data, cols, ignore_index)
+    return gx
 
 def _rows_cols(x: Any, normalized_ndim: int) -> tuple[int, int]:
     cols = math.prod(x.shape[x.ndim - normalized_ndim:])

@@ -1,6 +1,7 @@
 """``nn.softmax`` and ``nn.log_softmax`` along one axis, stable (the max is subtracted first),
 and ``nn.softmax_backward``, softmax's first-order input gradient as one op (a C kernel on the
-CPU, a CUDA kernel in pullback-cuda)."""
+CPU, a CUDA kernel in pullback-cuda). Log-softmax's forward and first-order backward run C row
+kernels on NumPy arrays too (float32 and float64)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def _log_softmax_kernel(xp: Any) -> Any:
         z -= xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
         return z
 
-    return log_softmax
+    return native_first(_native.log_softmax, log_softmax) if xp is np else log_softmax
 
 
 SOFTMAX = Op("nn.softmax", _softmax_kernel, save_inputs=False, save_output=True,
@@ -80,4 +81,11 @@ def _softmax_grad(F: Any, g: Any, out: Any, x: Any, *, axis: int) -> Any:
 
 @LOG_SOFTMAX.def_grad
 def _log_softmax_grad(F: Any, g: Any, out: Any, x: Any, *, axis: int) -> Any:
+    if not F.differentiable:
+        # On NumPy arrays, the C row kernel: one read of g and out per row instead of the four
+        # whole-array passes below. (Called directly rather than as a backward op of its own:
+        # such an op would also need its vmap rule; Tensors and CuPy arrays get NotImplemented.)
+        gx = _native.log_softmax_backward(g, out, axis=axis)
+        if gx is not NotImplemented:
+            return (gx,)
     return (g - F.exp(out) * F.sum(g, axis=axis, keepdims=True),)
