@@ -5,6 +5,14 @@ PyTorch's) and against torch.func.vmap(grad), in one process. JSON lines with ra
 Targets (issue 18): at batch 256 on the MLP at least 10x faster than the loop, and no slower
 than torch.func.
 
+A batch of per-sample gradients is batch x parameters floats (206 MB for the MLP at 256), a new
+array each call, so each record also gives the time this machine needs just to write that many
+bytes (``write_floor_ms``: NumPy filling a fresh allocation, page faults included, the fastest
+possible for a result that is a new array; ``write_floor_mapped_ms``: filling memory already
+mapped) next to the time the 10x target allows (``target_10x_ms``). pullback and torch.func are
+timed in alternating rounds (as are the two loops), so a busy spell hits both alike; the load
+average is printed with each record.
+
     python benchmarks/func_per_sample_grads.py                  # 2 threads, wall clock
     python benchmarks/func_per_sample_grads.py --clock cpu --threads 1   # on a busy machine
 """
@@ -14,11 +22,12 @@ from __future__ import annotations
 # Imported first: it applies --threads before NumPy loads.
 from _nn_bench import OPTIONS, torch_module
 
+import os
 import time
 from typing import Any, Callable
 
 import numpy as np
-from _common import best_time, emit
+from _common import best_time, best_times, emit
 
 import pullback as pb
 import pullback.nn as nn
@@ -30,6 +39,16 @@ _clock = time.process_time if OPTIONS.clock == "cpu" else time.perf_counter
 
 def best_seconds(fn: Callable[[], Any], repeats: int = 5, warmup: int = 2) -> float:
     return best_time(fn, repeats, warmup, clock=_clock)
+
+
+def write_floor_seconds(nbytes: int) -> tuple[float, float]:
+    """Seconds to write ``nbytes`` of float32 into a fresh allocation (what returning a new
+    array costs at least: the OS zeroes each new page, then the values are written) and into
+    memory already mapped (``fill``: memset's fastest stores)."""
+    n = nbytes // 4
+    mapped = np.zeros(n, dtype=np.float32)
+    fresh = best_seconds(lambda: np.empty(n, dtype=np.float32).fill(1.0), 5, 1)
+    return fresh, best_seconds(lambda: mapped.fill(1.0), 5, 1)
 
 
 def models(torch: Any) -> dict[str, tuple[Any, Any, tuple[int, ...]]]:
@@ -85,14 +104,16 @@ def measure(torch: Any, name: str, ours: Any, theirs: Any, shape: tuple[int, ...
     theirs_out = torch_per_sample(tparams, tx, tt)
     max_diff = max(float(np.abs(ours_out[k].numpy() - theirs_out[k].numpy()).max())
                    for k in params)
-    repeats = 3 if batch == 256 else 5
-    t_vmap = best_seconds(lambda: per_sample(params, x, t), repeats)
-    t_func = best_seconds(lambda: torch_per_sample(tparams, tx, tt), repeats)
-    t_loop = best_seconds(loop, 2, 1)
-    t_torch_loop = best_seconds(torch_loop, 2, 1)
+    rounds = 4 if batch == 256 else 6
+    t_vmap, t_func = best_times(lambda: per_sample(params, x, t),
+                                lambda: torch_per_sample(tparams, tx, tt),
+                                rounds=rounds, repeat=2, clock=_clock)
+    t_loop, t_torch_loop = best_times(loop, torch_loop, rounds=2, repeat=1, clock=_clock)
     loop_ratio = t_loop / t_vmap
+    grad_bytes = batch * sum(int(np.prod(p.shape)) for p in params.values()) * 4
+    floor_fresh, floor_mapped = write_floor_seconds(grad_bytes)
     emit(benchmark="func_per_sample_grads", model=name, batch=batch,
-         threads=OPTIONS.threads, clock=OPTIONS.clock,
+         threads=OPTIONS.threads, clock=OPTIONS.clock, load_average=os.getloadavg()[0],
          pullback_vmap_grad_ms=round(t_vmap * 1e3, 2),
          pullback_loop_ms=round(t_loop * 1e3, 2),
          torch_func_vmap_grad_ms=round(t_func * 1e3, 2),
@@ -101,6 +122,12 @@ def measure(torch: Any, name: str, ours: Any, theirs: Any, shape: tuple[int, ...
          speedup_vs_torch_loop=round(t_torch_loop / t_vmap, 2),
          time_vs_torch_func=round(t_vmap / t_func, 2),
          max_abs_diff_vs_torch_func=max_diff,
+         per_sample_grads_mb=round(grad_bytes / 1e6, 1),
+         write_floor_ms=round(floor_fresh * 1e3, 2),
+         write_floor_mapped_ms=round(floor_mapped * 1e3, 2),
+         write_bandwidth_gb_s=round(grad_bytes / floor_fresh / 1e9, 2),
+         write_bandwidth_mapped_gb_s=round(grad_bytes / floor_mapped / 1e9, 2),
+         target_10x_ms=round(t_loop / 10 * 1e3, 2),
          target_10x_vs_loop=(loop_ratio >= 10) if name.startswith("mlp") and batch == 256
          else None,
          target_not_slower_than_torch_func=t_vmap <= t_func)

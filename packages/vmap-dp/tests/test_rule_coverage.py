@@ -1,6 +1,6 @@
-"""Every op of core and pullback-nn has a batching rule and (when differentiable) a jvp rule:
-the failure names exactly the ops that lack one, so that an op added to core or nn without
-rules is reported here by name. (Other distributions' ops get theirs from their own plugins;
+"""Every op of core, pullback-nn and pullback.func itself (``func.outer``) has a batching rule
+and (when differentiable) a jvp rule: the failure names exactly the ops that lack one, so that
+an op added to core or nn without rules is reported here by name. (Other distributions' ops get theirs from their own plugins;
 the op table shows where each op stands.)"""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pullback.func._table import missing_rules, render_markdown, rule_table
 pytest.importorskip("pullback.nn")  # its fused ops are part of the table
 
 
-OWNERS = ("pullback", "pullback-nn")
+OWNERS = ("pullback", "pullback-nn", "pullback-vmap-dp")
 
 
 def _missing(key: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""pullback.func's plugin: the ``"batch"`` (vmap) and ``"jvp"`` (forward mode) rules of core's
+"""pullback.func's plugin: its one op (``func.outer``, the stacked outer products of per-sample
+weight gradients), the ``"batch"`` (vmap) and ``"jvp"`` (forward mode) rules of core's
 ops and of pullback-nn's fused ops, and the ``"vjp"`` rules of the few fused ops whose grad
 rule needs pullback's own tape (see :mod:`._reference`), registered by op name through the
 public hook. Rules for ops that are not registered yet (pullback-nn not installed, or loaded
@@ -15,6 +16,13 @@ from typing import Any, Callable
 from pullback.hookspecs import hookimpl
 
 pullback_hook_api = "1.0"
+
+
+@hookimpl
+def register_ops(register: Callable[[Any], None]) -> None:
+    from ._outer import OUTER
+
+    register(OUTER)
 
 
 @hookimpl

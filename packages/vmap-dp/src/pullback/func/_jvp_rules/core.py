@@ -1,4 +1,5 @@
-"""jvp rules of core's ops that no family rule covers (or that a family covers inexactly)."""
+"""jvp rules of core's ops that no family rule covers (or that a family covers inexactly), and of
+pullback.func's own ``func.outer``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from pullback.registry import get_op
 
+from .._outer import OUTER
 from ._derived import linear, multilinear
 
 
@@ -21,4 +23,5 @@ def rules() -> dict[str, Any]:
         out[name] = linear(get_op(name))
     for name in ("matmul", "einsum"):
         out[name] = multilinear(get_op(name))
+    out[OUTER.name] = multilinear(OUTER)
     return out
