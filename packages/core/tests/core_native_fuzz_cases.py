@@ -1,5 +1,5 @@
 """One fuzz case of a core native kernel's entry point (``pullback/_cpu_native.py``: GELU, its
-derivative, ReLU's derivative) against the op's NumPy kernel, run in a worker process by
+derivative, ReLU's derivative, the leading-axis sum) against the op's NumPy kernel, run in a worker process by
 ``test_native_fuzz.py`` (a crash is a failing case, not a dead pytest).
 
 A case is a JSON dict: ``entry`` names the entry point; shapes, dtypes, layouts, a seed for the
@@ -28,6 +28,8 @@ def run_case(case: dict[str, Any]) -> str | None:
     """Run one case (see the module's docstring)."""
     entry = case["entry"]
     x = _array(case, "x", 0)
+    if entry == "sum_leading_axis":
+        return _sum_case(x, case)
     args: tuple[Any, ...] = (x,) if entry == "gelu" else (_array(case, "g", 1), x)
     attrs = {} if entry == "relu_backward" else {"approximate": case["approximate"]}
     with np.errstate(all="ignore"):
@@ -53,4 +55,27 @@ def run_case(case: dict[str, Any]) -> str | None:
         where = tuple(np.argwhere(~same)[0])
         return (f"native and NumPy differ at {where}: {a[where]!r} against {b[where]!r} "
                 f"(x {x[where]!r})")
+    return None
+
+
+def _sum_case(x: np.ndarray, case: dict[str, Any]) -> str | None:
+    """The leading-axis sum must be NumPy's bitwise (same additions in the same order)."""
+    attrs = {"axis": case["axis"], "keepdims": case["keepdims"]}
+    with np.errstate(all="ignore"):
+        try:
+            got = _cpu_native.sum_leading_axis(x, **attrs)
+        except Exception as exc:  # noqa: BLE001 - an entry point never raises: it covers or not
+            return f"native raised {type(exc).__name__}: {exc}"
+        if got is NotImplemented:
+            return None
+        if x.dtype != np.float32 or not x.flags.c_contiguous:
+            return f"native ran on a {x.dtype} array (contiguous: {x.flags.c_contiguous})"
+        want = np.sum(x, **attrs)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"native gave {got.shape} {got.dtype}, NumPy {want.shape} {want.dtype}"
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    same &= np.signbit(got) == np.signbit(want)
+    if not same.all():
+        where = tuple(np.argwhere(~same)[0])
+        return f"native and NumPy differ at {where}: {got[where]!r} against {want[where]!r}"
     return None

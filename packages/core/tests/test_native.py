@@ -203,3 +203,41 @@ def test_an_unwritable_cache_folder_means_numpy_kernels_not_an_error(monkeypatch
     with pytest.warns(RuntimeWarning, match="'test_unwritable' did not build"):
         assert native.load("test_unwritable", source) is None
     assert native.status()["test_unwritable"].startswith("build failed")
+
+
+@pytest.fixture(scope="module")
+def reductions():
+    if _cpu_native._function("column_sums_f32", 2, "reductions", 1) is None:
+        pytest.skip(f"native kernels unavailable here: {native.status().get('reductions')}")
+
+
+@pytest.mark.parametrize("shape", [(65536, 16), (4096, 2), (1031, 3), (2, 4099), (600, 4, 3),
+                                   (70000, 7), (64, 1000)])
+def test_leading_axis_sum_is_bitwise_numpys(reductions, shape):
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * rng.exponential(10.0, shape)).astype(np.float32)
+    x.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, -0.0, 3e38, 3e38]  # NaN, overflow, signed 0
+    with np.errstate(all="ignore"):
+        want = x.sum(axis=0)
+        for axis in (0, -len(shape), (0,)):
+            np.testing.assert_array_equal(_cpu_native.sum_leading_axis(x, axis=axis), want)
+        np.testing.assert_array_equal(_cpu_native.sum_leading_axis(x, axis=0, keepdims=True),
+                                      x.sum(axis=0, keepdims=True))
+    zeros = -np.zeros((2048, 2), np.float32)
+    assert np.signbit(_cpu_native.sum_leading_axis(zeros, axis=0)).all()  # -0 + -0 is -0
+
+
+def test_leading_axis_sum_covers_only_what_it_computes_in_numpys_order(reductions):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4096, 8)).astype(np.float32)
+    for args, attrs in [((x,), {}), ((x,), {"axis": 1}), ((x,), {"axis": (0, 1)}),
+                        ((x.astype(np.float64),), {"axis": 0}), ((x[:, :1].copy(),), {"axis": 0}),
+                        ((x.T,), {"axis": 0}), ((x[:100],), {"axis": 0}), ((x[:1],), {"axis": 0}),
+                        ((x[::2],), {"axis": 0}), ((x.reshape(-1),), {"axis": 0})]:
+        assert _cpu_native.sum_leading_axis(*args, **attrs) is NotImplemented
+    # through the op, with the gradient a bias gets
+    t = pb.tensor(x, requires_grad=True)
+    s = t.sum(0)
+    np.testing.assert_array_equal(s.detach().numpy(), x.sum(0))
+    s.backward(pb.tensor(np.arange(8, dtype=np.float32)))
+    np.testing.assert_array_equal(t.grad.numpy(), np.broadcast_to(np.arange(8), x.shape))

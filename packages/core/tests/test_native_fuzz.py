@@ -1,6 +1,6 @@
-"""Fuzzing core's native kernels (GELU, its derivative, ReLU's derivative) through their entry
-points, each case in a worker process (``pullback.testing.isolation``): a crash fails the case
-and names it instead of killing pytest. Hypothesis draws shapes (around the 1,024-element
+"""Fuzzing core's native kernels (GELU, its derivative, ReLU's derivative, the leading-axis sum)
+through their entry points, each case in a worker process (``pullback.testing.isolation``): a
+crash fails the case and names it instead of killing pytest. Hypothesis draws shapes (around the 1,024-element
 threshold of the native path, and mismatched between the two inputs), dtypes, memory layouts
 (transposed, strided, reversed, broadcast) and special values; ``core_native_fuzz_cases`` compares
 each result with the op's NumPy kernel. The same cases run again, fewer, on kernels built with
@@ -20,7 +20,7 @@ from pullback.testing.isolation import Workers, fuzz_in_isolation  # noqa: E402
 from pullback.testing.layouts import LAYOUTS  # noqa: E402
 
 CASES_FILE = Path(__file__).with_name("core_native_fuzz_cases.py")
-ENTRIES = ("gelu", "gelu_backward", "relu_backward")
+ENTRIES = ("gelu", "gelu_backward", "relu_backward", "sum_leading_axis")
 CASES_PER_KERNEL = 2000
 SANITIZED_CASES_PER_KERNEL = 200
 
@@ -42,7 +42,9 @@ def case(draw: Any, entry: str) -> dict[str, Any]:
             "x_layout": draw(st.sampled_from(LAYOUTS)), "g_layout": draw(st.sampled_from(LAYOUTS)),
             "dtype": draw(st.sampled_from(["float32"] * 5 + ["float64", "float16"])),
             "approximate": draw(st.sampled_from(["none", "none", "tanh"])),
-            "seed": draw(st.integers(0, 2 ** 31 - 1)), "special": draw(st.booleans())}
+            "seed": draw(st.integers(0, 2 ** 31 - 1)), "special": draw(st.booleans()),
+            "axis": draw(st.sampled_from([0, 0, (0,), -1, 1, None])),
+            "keepdims": draw(st.booleans())}
 
 
 @pytest.fixture(scope="module")

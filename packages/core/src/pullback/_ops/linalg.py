@@ -21,6 +21,11 @@ def _matmul_kernel(xp: Any) -> Any:
             # (reshape(-1, k) cannot infer the row count of an empty stack)
             rows = xp.matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y)
             out = rows.reshape(x.shape[:-1] + (y.shape[-1],))
+        elif x.ndim == 2 and y.ndim == 2 and x.shape[1] == 1:
+            # An outer product (a one-output Linear layer's input gradient): NumPy's matmul
+            # takes its slow non-BLAS loop there (65,536 x 1 @ 1 x 16: 2.7 ms, dot 0.6 ms); each
+            # entry is one product either way, so the values are the same.
+            out = xp.dot(x, y)
         else:
             out = xp.matmul(x, y)
         # ml_dtypes' bfloat16 matmul accumulates and returns float32: round back (PyTorch too
