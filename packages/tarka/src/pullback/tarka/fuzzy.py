@@ -5,6 +5,9 @@ Truth values are Tensors in [0, 1]. The "stable" product-logic variants move the
 from the points where gradients vanish or explode (LTN's projections ``pi_0``, ``pi_1``, with
 ``eps = 1e-4``): ``pi_0(x) = (1 - eps) x + eps`` keeps x off 0, ``pi_1(x) = (1 - eps) x`` keeps it
 off 1.
+
+The product logic's connectives and the p-mean aggregators run as fused ops (``_ops``: one
+graph node each, a closed-form gradient); the rest compose core ops.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from typing import Any
 
 import pullback
 from pullback import Tensor
+from pullback.dispatch import apply
 
-EPS = 1e-4
+from . import _ops
+from ._ops import EPS
 
 
 def pi_0(x: Tensor) -> Tensor:
@@ -79,9 +84,7 @@ class AndProd(Connective):
         self.stable = stable
 
     def __call__(self, x: Tensor, y: Tensor) -> Tensor:
-        if self.stable:
-            x, y = pi_0(x), pi_0(y)
-        return x * y
+        return apply(_ops.AND_PROD, x, y, stable=self.stable)
 
 
 class AndLuk(Connective):
@@ -108,9 +111,7 @@ class OrProbSum(Connective):
         self.stable = stable
 
     def __call__(self, x: Tensor, y: Tensor) -> Tensor:
-        if self.stable:
-            x, y = pi_1(x), pi_1(y)
-        return x + y - x * y
+        return apply(_ops.OR_PROB_SUM, x, y, stable=self.stable)
 
 
 class OrLuk(Connective):
@@ -144,9 +145,7 @@ class ImpliesReichenbach(Connective):
         self.stable = stable
 
     def __call__(self, x: Tensor, y: Tensor) -> Tensor:
-        if self.stable:
-            x, y = pi_0(x), pi_1(y)
-        return 1.0 - x + x * y
+        return apply(_ops.IMPLIES_REICHENBACH, x, y, stable=self.stable)
 
 
 class ImpliesGoguen(Connective):
@@ -231,6 +230,9 @@ class AggregPMean(Aggregator):
 
     def __call__(self, xs: Tensor, dim: Any = None, keepdim: bool = False,
                  mask: Tensor | None = None) -> Tensor:
+        if mask is None:
+            return apply(_ops.PMEAN, xs, axis=_axis_attr(dim), keepdims=keepdim, p=self.p,
+                         stable=self.stable)
         if self.stable:
             xs = pi_0(xs)
         return _masked_mean(xs ** self.p, dim, keepdim, mask) ** (1.0 / self.p)
@@ -245,6 +247,9 @@ class AggregPMeanError(Aggregator):
 
     def __call__(self, xs: Tensor, dim: Any = None, keepdim: bool = False,
                  mask: Tensor | None = None) -> Tensor:
+        if mask is None:
+            return apply(_ops.PMEAN_ERROR, xs, axis=_axis_attr(dim), keepdims=keepdim, p=self.p,
+                         stable=self.stable)
         if self.stable:
             xs = pi_1(xs)
         return 1.0 - _masked_mean((1.0 - xs) ** self.p, dim, keepdim, mask) ** (1.0 / self.p)
@@ -298,3 +303,8 @@ def _softmax(logits: Tensor, dim: Any) -> Tensor:
     shifted = logits - pullback.amax(logits, dim, keepdim=True).detach()
     e = pullback.exp(shifted)
     return e / e.sum(dim, keepdim=True)
+
+
+def _axis_attr(dim: Any) -> Any:
+    """An op attribute from a dim: None, an int, or a tuple (a list becomes one)."""
+    return tuple(dim) if isinstance(dim, list) else dim

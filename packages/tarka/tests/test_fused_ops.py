@@ -1,0 +1,120 @@
+"""The fused ops of ``pullback.tarka._ops``: forward values bitwise those of the same formula
+composed of core ops (float32 and float64, broadcast operands), gradients by gradcheck and
+second derivatives by gradgradcheck, with and without LTN's stable projections. (Against
+LTNtorch itself: test_against_ltn.py, which runs through these ops.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback import registry
+from pullback.dispatch import apply
+from pullback.tarka import _ops
+from pullback.testing import gradcheck, gradgradcheck
+
+EPS = 1e-4
+
+
+def _pi_0(x, stable):
+    return (1.0 - EPS) * x + EPS if stable else x
+
+
+def _pi_1(x, stable):
+    return (1.0 - EPS) * x if stable else x
+
+
+# The formulas written out with core ops (LTN's definitions), independently of _ops.
+COMPOSED_CONNECTIVES = {
+    _ops.AND_PROD: lambda x, y, s: _pi_0(x, s) * _pi_0(y, s),
+    _ops.OR_PROB_SUM: lambda x, y, s: _pi_1(x, s) + _pi_1(y, s) - _pi_1(x, s) * _pi_1(y, s),
+    _ops.IMPLIES_REICHENBACH: lambda x, y, s: 1.0 - _pi_0(x, s) + _pi_0(x, s) * _pi_1(y, s),
+}
+COMPOSED_AGGREGATORS = {
+    _ops.PMEAN: lambda x, axis, keep, p, s: (_pi_0(x, s) ** p).mean(axis, keepdim=keep) ** (1 / p),
+    _ops.PMEAN_ERROR: lambda x, axis, keep, p, s: 1.0 - ((1.0 - _pi_1(x, s)) ** p).mean(
+        axis, keepdim=keep) ** (1 / p),
+}
+CONNECTIVES = list(COMPOSED_CONNECTIVES)
+AGGREGATORS = list(COMPOSED_AGGREGATORS)
+# (x's shape, y's shape): equal, broadcast both ways (the pair grid of P(x) & Q(y)), 0-d
+SHAPES = [((5,), (5,)), ((4, 1), (1, 3)), ((3, 4), (4,)), ((), (2, 2))]
+
+
+def _truth(shape, seed, dtype=np.float64):
+    return np.random.default_rng(seed).uniform(0.02, 0.98, size=shape).astype(dtype)
+
+
+def test_the_plugin_registers_every_fused_op():
+    for op in _ops.TARKA_OPS:
+        assert registry.OPS[op.name] is op
+        assert registry.OP_OWNERS[op.name] == "pullback-tarka"
+
+
+@pytest.mark.parametrize("op", CONNECTIVES, ids=lambda op: op.name)
+@pytest.mark.parametrize("shapes", SHAPES)
+@pytest.mark.parametrize("stable", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_connectives_compute_the_composed_formula_bitwise(op, shapes, stable, dtype):
+    x, y = (pb.tensor(_truth(s, i, dtype)) for i, s in enumerate(shapes))
+    got = apply(op, x, y, stable=stable)
+    want = COMPOSED_CONNECTIVES[op](x, y, stable)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("op", CONNECTIVES, ids=lambda op: op.name)
+@pytest.mark.parametrize("shapes", SHAPES[:3])
+@pytest.mark.parametrize("stable", [True, False])
+def test_connectives_gradcheck_and_gradgradcheck(op, shapes, stable):
+    x, y = (pb.tensor(_truth(s, i + 3), requires_grad=True) for i, s in enumerate(shapes))
+
+    def fn(a, b):
+        return apply(op, a, b, stable=stable)
+
+    assert gradcheck(fn, (x, y), atol=1e-7, rtol=1e-6)
+    assert gradgradcheck(fn, (x, y), atol=1e-7, rtol=1e-6)
+
+
+AXES = [(None, False), (0, False), (1, True), ((0, 2), False), ((-1,), True), ((0, 1, 2), True)]
+
+
+@pytest.mark.parametrize("op", AGGREGATORS, ids=lambda op: op.name)
+@pytest.mark.parametrize("axis,keepdims", AXES)
+@pytest.mark.parametrize("p", [1, 2, 3.5])
+@pytest.mark.parametrize("stable", [True, False])
+def test_aggregators_compute_the_composed_formula(op, axis, keepdims, p, stable):
+    for dtype in (np.float64, np.float32):
+        x = pb.tensor(_truth((3, 4, 2), 7, dtype))
+        got = apply(op, x, axis=axis, keepdims=keepdims, p=p, stable=stable)
+        want = COMPOSED_AGGREGATORS[op](x, axis, keepdims, p, stable)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("op", AGGREGATORS, ids=lambda op: op.name)
+@pytest.mark.parametrize("axis,keepdims", AXES[:4])
+@pytest.mark.parametrize("p", [1, 2, 3.5])
+@pytest.mark.parametrize("stable", [True, False])
+def test_aggregators_gradcheck_and_gradgradcheck(op, axis, keepdims, p, stable):
+    x = pb.tensor(_truth((3, 4, 2), 11), requires_grad=True)
+
+    def fn(a):
+        return apply(op, a, axis=axis, keepdims=keepdims, p=p, stable=stable)
+
+    assert gradcheck(fn, (x,), atol=1e-7, rtol=1e-6)
+    assert gradgradcheck(fn, (x,), atol=1e-7, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", AGGREGATORS, ids=lambda op: op.name)
+def test_aggregator_gradients_agree_with_the_composition_to_rounding(op):
+    # a 256 x 256 grid in float32, as a knowledge base's pair formulas have
+    values = _truth((256, 256), 13, np.float32)
+    grads = []
+    for fn in (lambda a: apply(op, a, axis=(0, 1), keepdims=False, p=2, stable=True),
+               lambda a: COMPOSED_AGGREGATORS[op](a, (0, 1), False, 2, True)):
+        x = pb.tensor(values, requires_grad=True)
+        fn(x).backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=2e-6, atol=0)
