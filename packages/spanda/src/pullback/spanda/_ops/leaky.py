@@ -139,16 +139,45 @@ def _coefficients(F: Any, reset: str, prev: Any, x: Any, b: Any, thr: Any, s: An
     return b * kept - b * prev * sigma, None, kept * prev, b * prev * sigma
 
 
+def clamped_beta(F: Any, beta: Any) -> Any:
+    """``beta`` clamped to [0, 1] as the kernel clamps it (a Python float where it is a number,
+    or a 0-d array in a first-order backward: see ``_clamp01``)."""
+    if isinstance(beta, (int, float)):
+        return min(max(float(beta), 0.0), 1.0)
+    if not F.differentiable and beta.ndim == 0:
+        return min(max(float(beta), 0.0), 1.0)
+    return F.clamp(beta, min=0.0, max=1.0)
+
+
+def linearization(F: Any, out: Any, x: Any, u0: Any, b: Any, threshold: Any, *, reset: str,
+                  detach_reset: bool, surrogate: Any) -> tuple[Any, Any, Any, Any]:
+    """The derivatives of each step, ``(du_t/du_{t-1}, du_t/dx_t, du_t/dbeta,
+    du_t/dthreshold)`` (see :func:`_coefficients`) for sequence-shaped ``out`` and ``x``: what
+    the backward's adjoint recurrence and the forward-mode tangent recurrence both run on."""
+    prev = _previous(F, out, u0)
+    s = sigma = None
+    if reset != "none":
+        s = F.cast(F.greater(prev, threshold), dtype=out.dtype)
+        if not detach_reset:
+            sigma = surrogate.derivative(F, prev - threshold)
+            if isinstance(sigma, (int, float)):  # straight-through: a constant
+                sigma = F.full(tuple(prev.shape), float(sigma), like=out)
+        if reset in IMMEDIATE_FORMS:
+            s = _without_first(F, s)
+            sigma = None if sigma is None else _without_first(F, sigma)
+    return _coefficients(F, reset, prev, x, b, threshold, s, sigma)
+
+
+def beta_inside(F: Any, beta: Any) -> Any:
+    """Where ``beta`` is inside [0, 1], the only place its clamp passes a derivative."""
+    return F.logical_and(F.greater_equal(beta, 0.0), F.less_equal(beta, 1.0))
+
+
 @LEAKY.def_grad
 def _leaky_grad(F: Any, g: Any, out: Any, x: Any, u0: Any, beta: Any, threshold: Any, *,
                 reset: str, detach_reset: bool, surrogate: Any, sequence: bool,
                 needs: Any) -> Any:
-    if isinstance(beta, (int, float)):
-        b = min(max(float(beta), 0.0), 1.0)
-    elif not F.differentiable and beta.ndim == 0:
-        b = min(max(float(beta), 0.0), 1.0)  # see _clamp01
-    else:
-        b = F.clamp(beta, min=0.0, max=1.0)
+    b = clamped_beta(F, beta)
     # Only the common case skips u_{t-1}: a detached subtract reset (or none) with a fixed beta
     # and threshold needs nothing but beta in backward.
     simple = reset in ("subtract", "none", "subtract_immediate") and detach_reset
@@ -159,23 +188,12 @@ def _leaky_grad(F: Any, g: Any, out: Any, x: Any, u0: Any, beta: Any, threshold:
     if not sequence:
         x, g, out = (F.reshape(a, shape=(1,) + x_shape) for a in (x, g, out))
     steps = out.shape[0]
-    thr = threshold
-    prev = s = sigma = None
     if not simple or needs[2] or needs[3]:
-        prev = _previous(F, out, u0)
-        if reset != "none":
-            s = F.cast(F.greater(prev, thr), dtype=out.dtype)
-            if not detach_reset:
-                sigma = surrogate.derivative(F, prev - thr)
-                if isinstance(sigma, (int, float)):  # straight-through: a constant
-                    sigma = F.full(tuple(prev.shape), float(sigma), like=out)
-            if reset in IMMEDIATE_FORMS:
-                s = _without_first(F, s)
-                sigma = None if sigma is None else _without_first(F, sigma)
-    if prev is None:
-        d_prev, d_x, d_beta, d_thr = None, None, None, None
+        d_prev, d_x, d_beta, d_thr = linearization(F, out, x, u0, b, threshold, reset=reset,
+                                                   detach_reset=detach_reset,
+                                                   surrogate=surrogate)
     else:
-        d_prev, d_x, d_beta, d_thr = _coefficients(F, reset, prev, x, b, thr, s, sigma)
+        d_prev, d_x, d_beta, d_thr = None, None, None, None
 
     # The adjoint recurrence, backwards in time.
     a = g[steps - 1]
@@ -194,8 +212,7 @@ def _leaky_grad(F: Any, g: Any, out: Any, x: Any, u0: Any, beta: Any, threshold:
         grad_u0 = adjoints[0] * (b if d_prev is None else d_prev[0])
     grad_beta = None
     if needs[2]:
-        inside = F.logical_and(F.greater_equal(beta, 0.0), F.less_equal(beta, 1.0))
-        grad_beta = F.where(inside, F.sum(adj * d_beta, axis=0), 0.0)
+        grad_beta = F.where(beta_inside(F, beta), F.sum(adj * d_beta, axis=0), 0.0)
     # A detached zero reset (or none) does not depend on the threshold: no gradient.
     grad_thr = F.sum(adj * d_thr, axis=0) if needs[3] and d_thr is not None else None
     return grad_x, grad_u0, grad_beta, grad_thr
