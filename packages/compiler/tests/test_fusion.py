@@ -61,6 +61,20 @@ def test_broadcast_rows_columns_and_single_elements_are_read_in_place():
                                run_graph(graph, *args)[0], rtol=2e-6, atol=2e-6)
 
 
+def test_strided_inputs_are_read_from_copies_that_outlive_the_loop():
+    """A column sliced out of a wider array (cross-entropy's saved (max, log-sum-exp) pairs)
+    is not contiguous: the loop reads a contiguous copy, which must stay alive while it runs
+    (a copy freed as soon as its address was taken gave garbage)."""
+    x, stats, y = pb.randn(64, 33), pb.randn(64, 2), pb.randn(64, 33)
+    graph = _graph(lambda x, s, y: pb.exp(x - s[:, :1] - s[:, 1:]) - y, x, stats, y)
+    args = [t.array for t in (x, stats, y)]
+    fused = optimize(graph, FUSION)[0]
+    assert FUSED_OP in [n.op for n in fused.nodes]
+    for _ in range(3):  # each call allocates, so a dangling copy would be overwritten
+        np.testing.assert_allclose(run_graph(fused, *args)[0], run_graph(graph, *args)[0],
+                                   rtol=1e-6, atol=1e-6)
+
+
 def test_a_trailing_sum_folds_into_the_loop():
     x, w = pb.randn(16, 40, dtype="float64"), pb.randn(40, dtype="float64")
     graph = _graph(lambda x, w: pb.exp(x * w).sum(axis=-1, keepdims=True), x, w)

@@ -220,11 +220,15 @@ class FusedKernel:
 
     def _run_native(self, fn: Any, args: tuple[Any, ...]) -> list[Any]:
         pointers: list[Any] = []
+        copies = []  # contiguous copies of strided inputs, alive until the loop has run
         for a, kind in zip(args, self.input_kinds):
             if kind == "number":
                 pointers.append(float(a))
             else:
-                pointers.append((a if a.flags.c_contiguous else np.ascontiguousarray(a)).ctypes.data)
+                if not a.flags.c_contiguous:
+                    a = np.ascontiguousarray(a)
+                    copies.append(a)
+                pointers.append(a.ctypes.data)
         outs = [self._output(j, args) for j in range(len(self.outputs))]
         pointers += [o.ctypes.data for o in outs]
         rows, cols = self.extent()
