@@ -118,3 +118,42 @@ def test_aggregator_gradients_agree_with_the_composition_to_rounding(op):
         fn(x).backward()
         grads.append(x.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=2e-6, atol=0)
+
+
+# (the term's expanded shape, the grid's variable sizes): a variable over a second one, the
+# second over the first, scalar individuals, a constant (no variable), three variables
+GRIDS = [((4, 1, 2), (4, 3)), ((1, 3, 2), (4, 3)), ((4, 1), (4, 5)), ((3,), ()),
+         ((2, 1, 3, 2, 2), (2, 4, 3))]
+
+
+@pytest.mark.parametrize("expanded,sizes", GRIDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
+def test_grid_rows_are_the_broadcast_flattened(expanded, sizes, dtype):
+    values = np.random.default_rng(len(expanded)).uniform(-3, 3, size=expanded).astype(dtype)
+    features = expanded[len(sizes):]
+    shape = (*sizes, *features)
+    want = np.broadcast_to(values, shape).reshape(-1, *features)
+    got = apply(_ops.GRID_ROWS, pb.tensor(values), shape=shape, n_vars=len(sizes))
+    assert got.dtype == pb.tensor(values).dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_grid_rows_of_a_permuted_term():
+    # expand_to permutes a term's axes into the formula's variable order: a strided view
+    base = np.random.default_rng(2).standard_normal((2, 1, 4)).astype(np.float32)
+    term = pb.tensor(base).permute(2, 1, 0)  # (4, 1, 2), not contiguous
+    got = apply(_ops.GRID_ROWS, term, shape=(4, 3, 2), n_vars=2)
+    want = np.broadcast_to(base.transpose(2, 1, 0), (4, 3, 2)).reshape(12, 2)
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("expanded,sizes", GRIDS)
+def test_grid_rows_gradcheck_and_gradgradcheck(expanded, sizes):
+    x = pb.tensor(np.random.default_rng(1).standard_normal(expanded), requires_grad=True)
+    shape = (*sizes, *expanded[len(sizes):])
+
+    def fn(a):
+        return apply(_ops.GRID_ROWS, a, shape=shape, n_vars=len(sizes))
+
+    assert gradcheck(fn, (x,), atol=1e-7, rtol=1e-6)
+    assert gradgradcheck(fn, (x,), atol=1e-7, rtol=1e-6)

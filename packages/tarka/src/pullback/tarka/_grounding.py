@@ -12,8 +12,10 @@ from typing import Any, Callable
 
 import pullback
 from pullback import Tensor, nn
+from pullback.dispatch import apply
 from pullback.errors import ShapeError
 
+from ._ops import GRID_ROWS
 from ._logic import LogicTensor, Term, check_truth, expand_to, union_vars
 from .semantics import resolve
 
@@ -31,13 +33,12 @@ def _batched_inputs(terms: tuple[Term, ...]) -> tuple[list[Tensor], dict[str, in
     (combinations, *features), and the union's sizes."""
     sizes = union_vars(terms)
     target = tuple(sizes)
-    count = math.prod(sizes.values()) if sizes else 1
     inputs = []
     for t in terms:
         features = tuple(t.value.shape[len(t.free_vars):])
         expanded = expand_to(t.value, t.free_vars, target)
-        full = pullback.broadcast_to(expanded, (*sizes.values(), *features))
-        inputs.append(full.reshape(count, *features))
+        inputs.append(apply(GRID_ROWS, expanded, shape=(*sizes.values(), *features),
+                            n_vars=len(target)))
     return inputs, sizes
 
 
