@@ -13,6 +13,8 @@ goes down the general path, which also raises the errors.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from pullback import Tensor
@@ -25,6 +27,23 @@ from ._group import ProcessGroup
 _NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
                                           np.int64, np.uint8, np.uint16, np.uint32, np.uint64))
 
+# The last array found fit for this path. Training reduces the same arrays again and again,
+# and checking one is a third of this path's own cost; the reference is weak, so the memo
+# keeps no memory alive (an ndarray's type, layout and dtype do not change while it lives).
+_last_fit: weakref.ref[np.ndarray] | None = None
+
+
+def _fit(array: np.ndarray) -> bool:
+    """Whether MPI can reduce ``array`` in place as it is: a C-contiguous NumPy array of a
+    dtype MPI adds natively."""
+    global _last_fit
+    if _last_fit is not None and _last_fit() is array:
+        return True
+    if type(array) is not np.ndarray or not array.flags.c_contiguous or array.dtype not in _NATIVE:
+        return False
+    _last_fit = weakref.ref(array)
+    return True
+
 
 def all_reduce(tensor: Tensor, op: str, group: ProcessGroup | None) -> bool:
     """Reduce ``tensor`` in place over ``group`` (None: the world) if this path covers the
@@ -35,8 +54,7 @@ def all_reduce(tensor: Tensor, op: str, group: ProcessGroup | None) -> bool:
         return False
     array = tensor.array
     mpi_op = mpi.ops.get(op)
-    if (mpi_op is None or type(array) is not np.ndarray or not array.flags.c_contiguous
-            or array.dtype not in _NATIVE):
+    if mpi_op is None or not _fit(array):
         return False
     request = mpi.comm.Iallreduce(mpi.in_place, array, op=mpi_op)
     # A small message is done at the first test: the wait (and its clock) only starts after.
