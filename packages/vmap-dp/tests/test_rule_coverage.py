@@ -38,3 +38,13 @@ def test_table_lists_every_op() -> None:
     assert rows and all(f"`{r['op']}`" in table for r in rows)
     assert any(r["batch"] == "family rule (elementwise)" for r in rows)
     assert any(r["jvp"].startswith("derived from the grad rule") for r in rows)
+
+
+def test_only_ops_with_value_sized_outputs_use_the_loop_fallback() -> None:
+    """unique and nonzero (whose output size depends on the values: torch.func cannot batch
+    them either), and two raw-array first-order backward ops the transforms never reach."""
+    pullback.plugins.load_plugins()
+    looped = {r["op"] for r in rule_table()
+              if r["batch"] == "loop fallback" and OP_OWNERS.get(r["op"]) in OWNERS}
+    assert looped == {"unique", "nonzero", "nn.layer_norm_backward",
+                      "nn.recurrent_layer_backward"}

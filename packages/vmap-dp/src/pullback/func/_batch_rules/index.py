@@ -93,7 +93,8 @@ def _take_scatter_add(op: Op, args: Any, bdims: Any, size: int, /, axis: int,
 
 
 def _along_axis(op: Op, args: Any, bdims: Any, size: int, /, axis: int, **attrs: Any) -> Any:
-    """gather, gather_scatter_add, scatter_add: every operand gets the batch."""
+    """gather, gather_scatter_add, scatter_add, scatter_reduce: every operand gets the batch
+    (index ``i`` of the batch dim then reads and writes sample ``i``'s rows only)."""
     xs = [materialize(a, b, size) for a, b in zip(args, bdims)]
     if "shape" in attrs:
         attrs["shape"] = (size,) + tuple(attrs["shape"])
@@ -108,6 +109,7 @@ RULES = {
     "getitem": _basic_index, "index": _advanced_index, "getitem_scatter": _getitem_scatter,
     "index_scatter_add": _index_scatter_add, "take": _take, "take_scatter_add": _take_scatter_add,
     "gather": _along_axis, "gather_scatter_add": _along_axis, "scatter_add": _along_axis,
+    "scatter_reduce": _along_axis,
     "one_hot": _one_hot,
 }
 

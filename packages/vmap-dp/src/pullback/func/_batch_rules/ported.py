@@ -2,7 +2,8 @@
 along one ``axis`` of a single input (cumprod, logcumsumexp, the running-extremum index,
 argsort, the mode index) run on the whole batch with the axis shifted past the batch dim. Ops
 whose output size depends on the values (unique, nonzero) run once per sample, as PyTorch's
-vmap cannot batch them either; so, for now, does scatter_reduce. The matrix functions of
+vmap cannot batch them either (scatter_reduce's rule is with the scatter family's, in
+index.py). The matrix functions of
 pullback.linalg work on the last two axes of any stack: the batch dim goes first."""
 
 from __future__ import annotations
@@ -46,5 +47,4 @@ RULES = {
     **{name: along_axis for name in ("cumprod", "logcumsumexp", "cumextremum_index", "argsort",
                                      "mode_index")},
     "searchsorted": searchsorted, "unique": loop_fallback, "nonzero": loop_fallback,
-    "scatter_reduce": loop_fallback,
 }
