@@ -22,6 +22,11 @@ from typing import Any, Callable
 
 import pytest
 
+# The suite runs with --import-mode=importlib, which puts no test folder on sys.path; the tests
+# here share example_runs.py (a name no package's tests use).
+sys.path.insert(0, str(Path(__file__).parent))
+from example_runs import EXAMPLES, SmokeRun, run_example  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ROOT / "packages"
 REFCPU = ROOT / "tests-integration" / "refcpu-plugin"
@@ -65,6 +70,22 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Wheelhouse:
     pytest.importorskip("hatchling", reason="building wheels needs hatchling "
                         "(pip install -r tests-integration/requirements.txt)")
     return Wheelhouse(tmp_path_factory.mktemp("wheels"))
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], SmokeRun]:
+    """``smoke_run(name)``: the example's --smoke run, made once per session, so that the
+    generic examples test and an example's own test read the same run."""
+    runs: dict[str, SmokeRun] = {}
+
+    def get(name: str) -> SmokeRun:
+        if name not in runs:
+            folder = tmp_path_factory.mktemp(f"smoke-{name}")
+            runs[name] = SmokeRun(name, folder,
+                                  run_example(EXAMPLES / f"{name}.py", "--smoke", cwd=folder))
+        return runs[name]
+
+    return get
 
 
 def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess:

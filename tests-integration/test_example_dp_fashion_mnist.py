@@ -5,25 +5,16 @@ grows, and learns above chance; the CSV and the plot are written."""
 from __future__ import annotations
 
 import csv
-import json
-import subprocess
-import sys
-from pathlib import Path
+from typing import Callable
 
 import pytest
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dp_fashion_mnist.py"
-MISSING_DATA = 2
+from example_runs import SmokeRun
 
 
-def test_smoke_run_spends_each_budget_and_learns(tmp_path: Path) -> None:
+def test_smoke_run_spends_each_budget_and_learns(smoke_run: Callable[[str], SmokeRun]) -> None:
     pytest.importorskip("pullback.dp", reason="the example needs pullback-vmap-dp")
-    result = subprocess.run([sys.executable, str(EXAMPLE), "--smoke", "--out", str(tmp_path)],
-                            capture_output=True, text=True, timeout=600)
-    if result.returncode == MISSING_DATA:
-        pytest.skip(f"Fashion-MNIST is not here: {result.stderr.strip()}")
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout.splitlines()[-1])
+    run = smoke_run("dp_fashion_mnist").succeeded()
+    summary = run.summary()
     private = summary["private"]
     assert [r["target_epsilon"] for r in private] == [1.0, 3.0, 8.0]
     for r in private:
@@ -32,7 +23,7 @@ def test_smoke_run_spends_each_budget_and_learns(tmp_path: Path) -> None:
         assert r["test_accuracy"] > 0.2, r  # 10 classes: chance is 0.1
     sigmas = [r["noise_multiplier"] for r in private]
     assert sigmas == sorted(sigmas, reverse=True) and sigmas[-1] > 0
-    with open(tmp_path / "accuracy_vs_epsilon.csv") as f:
+    with open(run.out / "accuracy_vs_epsilon.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["run"] for r in rows] == ["non-private", "private", "private", "private"]
-    assert (tmp_path / "accuracy_vs_epsilon.png").is_file()
+    assert (run.out / "accuracy_vs_epsilon.png").is_file()

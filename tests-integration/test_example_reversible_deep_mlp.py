@@ -3,26 +3,17 @@ its training step holds a fraction of the activations of the same blocks run ord
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+from typing import Callable
 
 import pytest
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "reversible_deep_mlp.py"
-MISSING_DATA = 2
+from example_runs import SmokeRun
 
 
-def test_smoke_run_learns_in_a_fraction_of_the_memory(tmp_path: Path) -> None:
+def test_smoke_run_learns_in_a_fraction_of_the_memory(smoke_run: Callable[[str], SmokeRun]) -> None:
     pytest.importorskip("pullback.avyaya", reason="the example needs pullback-avyaya")
-    result = subprocess.run([sys.executable, str(EXAMPLE), "--smoke", "--out", str(tmp_path)],
-                            capture_output=True, text=True, timeout=300)
-    if result.returncode == MISSING_DATA:
-        pytest.skip(f"Fashion-MNIST is not here: {result.stderr.strip()}")
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout.splitlines()[-1])
+    run = smoke_run("reversible_deep_mlp").succeeded()
+    summary = run.summary()
     assert summary["blocks"] == 20 and summary["steps"] == 30
     assert summary["test_accuracy"] > 0.5, summary  # chance is 10 %
     assert summary["activation_mib_reversible"] * 5 < summary["activation_mib_ordinary"], summary
-    assert (tmp_path / "metrics.csv").is_file() and (tmp_path / "curves.png").is_file()
+    assert (run.out / "metrics.csv").is_file() and (run.out / "curves.png").is_file()

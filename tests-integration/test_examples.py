@@ -11,26 +11,16 @@ must be far above chance (10 %) on the 10,000 test images."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from functools import cache
 from pathlib import Path
+from typing import Callable
 
 import pytest
+from example_runs import EXAMPLES, MISSING_DATA, SmokeRun, run_example
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
-MISSING_DATA = 2  # the exit status of an example whose data set is not there
-
-
-def run_example(script: Path, *args: str, cwd: Path | None = None,
-                timeout: int = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PULLBACK_DEBUG"}
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
 
 
 @cache
@@ -60,18 +50,18 @@ def test_the_command_line_follows_the_conventions(script: Path) -> None:
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
-def test_the_smoke_run_works_and_writes_under_runs(script: Path, tmp_path: Path) -> None:
-    result = run_example(script, "--smoke", cwd=tmp_path)
-    assert "Traceback" not in result.stderr, result.stderr
-    if result.returncode == MISSING_DATA:
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1, result.stderr
-        pytest.skip(f"its data set is not here: {lines[0]}")
-    assert result.returncode == 0, result.stderr
+def test_the_smoke_run_works_and_writes_under_runs(
+        script: Path, smoke_run: Callable[[str], SmokeRun]) -> None:
+    run = smoke_run(script.stem)
+    assert "Traceback" not in run.result.stderr, run.result.stderr
+    if run.result.returncode == MISSING_DATA:
+        lines = run.result.stderr.strip().splitlines()
+        assert len(lines) == 1, run.result.stderr
+    run.succeeded()
     # everything it wrote is in runs/<name>/ of the folder it ran in
-    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
-    assert [p.name for p in (tmp_path / "runs").iterdir()] == [script.stem]
-    assert any((tmp_path / "runs" / script.stem).iterdir())
+    assert [p.name for p in run.folder.iterdir()] == ["runs"]
+    assert [p.name for p in (run.folder / "runs").iterdir()] == [script.stem]
+    assert any(run.out.iterdir())
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
