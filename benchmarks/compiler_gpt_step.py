@@ -8,6 +8,11 @@ is the node count before and after each pass.
     python benchmarks/compiler_gpt_step.py                      # 2 threads, wall clock
     python benchmarks/compiler_gpt_step.py --threads 1 --clock cpu   # busy machine
     python benchmarks/compiler_gpt_step.py --no-torch-compile   # skip torch.compile (slow build)
+    python benchmarks/compiler_gpt_step.py --profile            # + the compiled step's time per op
+
+Which library runs the GEMMs is printed for each side: pullback's compiled programs use MKL when
+the optional ``mkl`` wheel is installed (``pip install pullback-compiler[mkl]``; set
+``PULLBACK_GEMM=numpy`` to compare), else NumPy's OpenBLAS; PyTorch's CPU build uses MKL.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import pullback as pb
 import pullback.compiler as pc
 import pullback.optim as optim
 from _common import best_times, emit
+from pullback.registry import get_op
 from gpt_step import BATCH, CONFIG  # the same model and batch (also puts torch_gpt on the path)
 from pullback.gpt import GPT
 
@@ -46,6 +52,102 @@ def compile_seconds(step, calls: int = 3) -> float:
     return max(first - calls * (time.perf_counter() - start), 0.0)
 
 
+# The kinds of node the profile adds up (by op name, else by the op's registry family).
+_GEMM_OPS = ("matmul", "nn.linear", "compiler.matmul_epilogue")
+
+
+def node_kind(op_name: str) -> str:
+    if op_name in _GEMM_OPS:
+        return "gemm (+ epilogue loop)"
+    if op_name == "nn.scaled_dot_product_attention":
+        return "attention forward (2 batched GEMMs + softmax)"
+    if op_name.startswith("nn."):
+        return "row kernels (layer norm, softmax, cross-entropy)"
+    family = get_op(op_name).family
+    if family in ("elementwise", "reduce"):
+        return "elementwise and reductions (fused loops, optimizer)"
+    return "copies and indexing (reshape, slices, gathers)"
+
+
+def profile_compiled(entry, flat, clock, steps: int = 10) -> None:
+    """Time each node of the compiled step (its kernel call) and print the totals per op and
+    per kind; what is left of the step is the generated Python around the kernels."""
+    from pullback.compiler import lower
+
+    spent: dict[str, float] = {}
+    calls: dict[str, int] = {}
+
+    def timed(node, kernel):
+        name = node.op
+
+        def run(*args, **kwargs):
+            start = clock()
+            result = kernel(*args, **kwargs)
+            spent[name] = spent.get(name, 0.0) + clock() - start
+            calls[name] = calls.get(name, 0) + 1
+            return result
+
+        return run
+
+    program = lower(entry.graph, wrap=timed)
+    for _ in range(3):
+        program.run(entry.read_inputs(flat))
+    spent.clear()
+    calls.clear()
+    start = clock()
+    for _ in range(steps):
+        program.run(entry.read_inputs(flat))
+    total = (clock() - start) / steps
+    kinds: dict[str, float] = {}
+    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        kinds[node_kind(name)] = kinds.get(node_kind(name), 0.0) + seconds / steps
+        emit(benchmark="compiler_gpt_step_profile_op", op=name, calls=calls[name] // steps,
+             ms=round(seconds / steps * 1e3, 2), share=round(seconds / steps / total, 3))
+    kinds["python around the kernels (inputs, outputs, calls)"] = total - sum(kinds.values())
+    for kind, seconds in kinds.items():
+        emit(benchmark="compiler_gpt_step_profile", kind=kind, ms=round(seconds * 1e3, 2),
+             share=round(seconds / total, 3), step_ms=round(total * 1e3, 2), gemm=pc.gemm_provider())
+
+
+def torch_kind(name: str) -> str:
+    """The kind of an ATen op of PyTorch's step, in :func:`node_kind`'s terms."""
+    name = name.removeprefix("aten::")
+    if name in ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear"):
+        return "gemm (+ epilogue loop)"
+    if "scaled_dot_product" in name:
+        return "attention forward and backward (flash kernel)"
+    if any(k in name for k in ("layer_norm", "softmax", "nll_loss", "cross_entropy")):
+        return "row kernels (layer norm, softmax, cross-entropy)"
+    if any(k in name for k in ("cat", "copy", "view", "clone", "contiguous", "split", "embedding",
+                               "index", "transpose", "reshape", "empty", "zero", "fill")):
+        return "copies and indexing (reshape, slices, gathers)"
+    return "elementwise and reductions (fused loops, optimizer)"
+
+
+def profile_torch(torch, step, steps: int = 10) -> None:
+    """PyTorch's step by the same kinds (the profiler's self CPU time of each ATen op; the
+    rest of the step is Python, autograd and dispatch)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    kinds: dict[str, float] = {}
+    total = 0.0
+    for event in prof.key_averages():
+        total += event.self_cpu_time_total
+        if event.key.startswith("aten::"):
+            kind = torch_kind(event.key)
+            kinds[kind] = kinds.get(kind, 0.0) + event.self_cpu_time_total
+    kinds["python, autograd and dispatch"] = total - sum(kinds.values())
+    for kind, us in kinds.items():
+        emit(benchmark="compiler_gpt_step_profile_torch", kind=kind,
+             ms=round(us / steps / 1e3, 2), share=round(us / total, 3),
+             step_ms=round(total / steps / 1e3, 2))
+
+
 def gpt_training_step(model, opt):
     """The step of benchmarks/gpt_step.py: loss, zero_grad, backward, AdamW; returns the loss."""
 
@@ -63,6 +165,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of 10 steps")
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="also time each node of the compiled step")
     args, _ = parser.parse_known_args()
     torch = torch_module()
     from torch_gpt import torch_twin
@@ -98,6 +202,16 @@ def main() -> None:
 
     sides = {"pullback_eager": lambda: eager(x, y), "pullback_compiled": lambda: compiled(x, y),
              "torch_eager": torch_step}
+    if pc.gemm_provider() == "mkl":
+        # the same compiled step with NumPy's GEMMs (what it runs without the mkl extra)
+        pb.manual_seed(0)
+        numpy_model = GPT(CONFIG)
+        numpy_gemm = pc.compile(gpt_training_step(numpy_model, optim.AdamW(
+            numpy_model.parameters(), lr=1e-3, weight_decay=0.1)), fullgraph=True)
+        compile_seconds(lambda: numpy_gemm(x, y))
+        numpy_entry = numpy_gemm.entries[-1]
+        numpy_entry.program = pc.lower(numpy_entry.graph)  # the ops' own product kernels
+        sides["pullback_compiled_numpy_gemm"] = lambda: numpy_gemm(x, y)
     torch_compile_s = None
     if not args.no_torch_compile:
         compiled_torch = torch.compile(torch_step)
@@ -109,6 +223,9 @@ def main() -> None:
     emit(benchmark="compiler_gpt_step", batch=BATCH, config=CONFIG.to_dict(), **record,
          compiled_vs_torch_eager=round(ratio, 3), target=TARGET, meets_target=ratio <= TARGET,
          compiled_vs_pullback_eager=round(times["pullback_compiled"] / times["pullback_eager"], 3),
+         compiled_numpy_gemm_vs_torch_eager=(
+             round(times["pullback_compiled_numpy_gemm"] / times["torch_eager"], 3)
+             if "pullback_compiled_numpy_gemm" in times else None),
          torch_compile_vs_torch_eager=(round(times["torch_compile"] / times["torch_eager"], 3)
                                        if "torch_compile" in times else None),
          pullback_compile_s=round(pb_compile_s, 2),
@@ -116,7 +233,11 @@ def main() -> None:
          pullback_traces=compiled.traces, nodes_traced=len(entry.traced_graph.nodes),
          nodes_compiled=len(entry.graph.nodes),
          torch_compile_s=None if torch_compile_s is None else round(torch_compile_s, 2),
-         threads=OPTIONS.threads, clock=OPTIONS.clock)
+         pullback_gemm=pc.gemm_provider(), torch_gemm="mkl" if torch.backends.mkl.is_available() else
+         "other", threads=OPTIONS.threads, clock=OPTIONS.clock)
+    if args.profile:
+        profile_compiled(entry, [x, y], _clock())
+        profile_torch(torch, torch_step)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 * :func:`compile` returns a callable that traces once per kind of input (guards) and replays the
   optimized graph with no per-op Python dispatch.
 * :mod:`pullback.compiler.passes`: the registered graph passes and :func:`optimize`.
+* :func:`gemm_provider` says which library computes compiled programs' matrix products (MKL
+  with the optional ``mkl`` extra, else NumPy).
 * :func:`export_c` writes a model as self-contained C99 (down to a microcontroller);
   :func:`export_onnx` as an ONNX file, and :func:`import_onnx` loads one as a Module.
 """
@@ -16,6 +18,7 @@ from ._capture import trace
 from ._compiled import CompiledFunction, compile
 from ._executor import lower, run_graph
 from ._format import to_dot
+from ._gemm import provider as gemm_provider
 from ._ir import Graph, Node, Placeholder, Value
 from ._onnx import export_onnx
 from ._onnx.importer import import_onnx
@@ -29,6 +32,7 @@ __all__ = [
     "CExport", "CompileError", "CompiledFunction", "DataDependentError", "ExportError", "Graph",
     "GraphBreakWarning", "Node", "OnnxImportError", "Placeholder", "ProgramRun",
     "RecompileWarning", "TraceError", "Value", "compile", "cortex_m4_unavailable", "export_c",
-    "export_onnx", "import_onnx", "lower", "optimize", "run_graph", "to_dot", "trace",
+    "export_onnx", "gemm_provider", "import_onnx", "lower", "optimize", "run_graph", "to_dot",
+    "trace",
 ]
 

@@ -26,6 +26,7 @@ from ._aot import AotProgram, partition
 from ._capture import Trace, run_traced
 from ._discover import Discovered, discover
 from ._executor import Program, lower
+from ._gemm import faster_products
 from ._ir import Graph
 from ._pytree import flatten, static_key, unflatten
 from .errors import GraphBreakWarning, RecompileWarning
@@ -260,12 +261,13 @@ class CompiledFunction:
             backward, backward_report = optimize(cut.backward, self.passes)
             report += [{**r, "graph": "backward"} for r in backward_report]
             optimized = time.perf_counter()
-            program = lower(graph)
-            aot = AotProgram(cut, trace.joint, program, lower(backward), backward)
+            program = lower(graph, faster_products(graph.device))
+            aot = AotProgram(cut, trace.joint, program,
+                             lower(backward, faster_products(backward.device)), backward)
         else:
             graph, report = optimize(trace.graph, self.passes)
             optimized = time.perf_counter()
-            program = lower(graph)
+            program = lower(graph, faster_products(graph.device))
         done = time.perf_counter()
         self._cache[key] = CompiledEntry(trace, graph, program, report, {
             "trace_s": traced - start, "optimize_s": optimized - traced, "lower_s": done - optimized},

@@ -74,8 +74,10 @@ class _Writer:
         return name
 
 
-def lower(graph: Graph) -> Program:
-    """Generate the replay function of ``graph``."""
+def lower(graph: Graph, wrap: Callable[[Node, Callable[..., Any]], Callable[..., Any]] | None
+          = None) -> Program:
+    """Generate the replay function of ``graph``. ``wrap(node, kernel)``, when given, returns
+    what the program calls for ``node`` instead of ``kernel`` (a profiler's timer, say)."""
     w = _Writer()
     device = graph.device
     w.globals["asarray"] = get_backend(device).xp.asarray
@@ -93,6 +95,8 @@ def lower(graph: Graph) -> Program:
         w.names[value] = w.bind(array, "k")
     for i, node in enumerate(graph.nodes):
         kernel, takes_attrs = kernel_for(node, device)
+        if wrap is not None:
+            kernel = wrap(node, kernel)
         call = _call(w, node, w.bind(kernel, "f"), takes_attrs)
         lines += ["    " + line for line in _assign(w, node, call)]
         dead = [v for v in dict.fromkeys(node.input_values())

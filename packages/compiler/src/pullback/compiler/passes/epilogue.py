@@ -117,12 +117,14 @@ def _bias_into_loop(kernel: FusedKernel, loop: Node, k: int, bias: Any) -> bool:
     return True
 
 
-def lower_epilogue(node: Node, device: str) -> Any:
-    """The ``compiler.lower`` rule of ``compiler.matmul_epilogue``."""
+def lower_epilogue(node: Node, device: str, product: Any = None) -> Any:
+    """The ``compiler.lower`` rule of ``compiler.matmul_epilogue``; ``product`` replaces the
+    product op's own kernel (compiled programs pass MKL's, when it is installed)."""
     from pullback.registry import get_op
 
     attrs = node.attrs
-    product = get_op(attrs["product"]).kernel_for(device)
+    if product is None:
+        product = get_op(attrs["product"]).kernel_for(device)
     product_attrs = attrs["product_attrs"]
     n, at = attrs["n_product_args"], attrs["at"]
     kernel: FusedKernel = attrs["kernel"]

@@ -1,0 +1,231 @@
+"""The GEMM provider of compiled programs: Intel MKL's CBLAS when the optional ``mkl`` wheel is
+installed (``pip install pullback-compiler[mkl]``), else NumPy's ``matmul`` (OpenBLAS).
+
+Measured on this project's CPU (float32, one thread, CPU time, the GPT benchmark's linear-layer
+shapes): MKL's ``sgemm`` runs at about 155-160 GFLOP/s where NumPy's OpenBLAS reaches 125-140;
+attention's stacks of 64 x 32 x 64 products, one ``cblas_sgemm_batch`` call, take 10-15 % less
+time than NumPy's loop of one BLAS call per matrix. GEMMs are about 70 % of a compiled GPT step
+(docs/compiler.md, "Where the time goes").
+
+MKL is found through the installed ``mkl`` distribution's files (or ``$PULLBACK_MKL``, a path
+to ``libmkl_rt``); ``PULLBACK_GEMM=numpy`` turns it off. It runs with pullback's thread count
+(:func:`pullback.get_num_threads`): sequential MKL for one thread, else its OpenMP layer with
+threads that sleep as soon as a product ends (the default 200 ms of spinning would take a core
+from the elementwise kernels that run between the products). Products MKL does not take
+(integer or mixed dtypes, 1-D operands, empty products) go to NumPy; matrices with no unit
+stride are copied first. The results are MKL's roundings, not OpenBLAS's: equal to float32 /
+float64 tolerance, not in bits (``run_graph`` keeps NumPy's, to reproduce eager bit for bit).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_SEQUENTIAL, _INTEL = 1, 0  # MKL_THREADING_SEQUENTIAL, MKL_THREADING_INTEL
+
+
+def _library_path() -> str | None:
+    explicit = os.environ.get("PULLBACK_MKL")
+    if explicit:
+        return explicit
+    try:
+        files = metadata.files("mkl") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if Path(str(f)).name.startswith("libmkl_rt.so"):
+            return str(f.locate())
+    return None
+
+
+class _Mkl:
+    """``cblas_?gemm`` and ``cblas_?gemm_batch`` of one loaded ``libmkl_rt``."""
+
+    def __init__(self, library: ctypes.CDLL, threads: int) -> None:
+        self.library = library
+        library.MKL_Set_Threading_Layer.argtypes = [ctypes.c_int]
+        library.MKL_Set_Threading_Layer(_SEQUENTIAL if threads == 1 else _INTEL)
+        if threads > 1:
+            # the OpenMP layer's runtime, loaded by MKL: its threads sleep right after a product
+            try:
+                ctypes.CDLL("libiomp5.so", mode=ctypes.RTLD_GLOBAL).kmp_set_blocktime(0)
+            except (OSError, AttributeError):
+                pass
+        self.threads = 0
+        self.set_threads(threads)
+        self.gemm: dict[str, Any] = {}
+        self.batch: dict[str, Any] = {}
+        for dtype, c_type, prefix in (("float32", ctypes.c_float, "s"),
+                                      ("float64", ctypes.c_double, "d")):
+            gemm = getattr(library, f"cblas_{prefix}gemm")
+            gemm.restype = None
+            gemm.argtypes = ([ctypes.c_int] * 6 + [c_type, ctypes.c_void_p, ctypes.c_int,
+                             ctypes.c_void_p, ctypes.c_int, c_type, ctypes.c_void_p, ctypes.c_int])
+            self.gemm[dtype] = gemm
+            batch = getattr(library, f"cblas_{prefix}gemm_batch")
+            batch.restype = None
+            batch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 13 + [ctypes.c_int,
+                                                                       ctypes.c_void_p]
+            self.batch[dtype] = batch
+
+    def set_threads(self, threads: int) -> None:
+        if threads != self.threads:
+            self.library.MKL_Set_Num_Threads(ctypes.c_int(threads))
+            self.threads = threads
+
+
+_loaded: list[_Mkl | None] = []  # empty until MKL was looked for
+
+
+def _mkl() -> _Mkl | None:
+    from pullback import get_num_threads
+
+    threads = get_num_threads()
+    if not _loaded:
+        mkl = None
+        path = None if os.environ.get("PULLBACK_GEMM", "auto") == "numpy" else _library_path()
+        if path is not None:
+            try:
+                mkl = _Mkl(ctypes.CDLL(path), threads)
+            except (OSError, AttributeError):
+                mkl = None
+        _loaded.append(mkl)
+    mkl = _loaded[0]
+    if mkl is not None:
+        mkl.set_threads(threads)
+    return mkl
+
+
+def provider() -> str:
+    """Which library computes compiled programs' matrix products: ``"mkl"`` or ``"numpy"``."""
+    return "mkl" if _mkl() is not None else "numpy"
+
+
+def _operand(a: np.ndarray) -> tuple[int, int] | None:
+    """``(transpose flag, leading dimension)`` of the matrices of ``a`` (its last two axes)
+    as BLAS reads them, or ``None`` when neither axis has a unit stride."""
+    rows, cols = a.shape[-2:]
+    item = a.itemsize
+    s_row, s_col = a.strides[-2:]
+    if (s_col == item or cols == 1) and s_row % item == 0 and s_row // item >= max(cols, 1):
+        return _NO_TRANS, s_row // item
+    if (s_row == item or rows == 1) and s_col % item == 0 and s_col // item >= max(rows, 1):
+        return _TRANS, s_col // item
+    return None
+
+
+def _matrix(a: np.ndarray) -> tuple[np.ndarray, int, int]:
+    found = _operand(a)
+    if found is None:
+        a = np.ascontiguousarray(a)
+        found = _operand(a)
+        assert found is not None
+    return a, found[0], found[1]
+
+
+def _pointers(a: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
+    """The address of each matrix of ``a`` broadcast over the stack shape ``batch``."""
+    lead = a.ndim - 2
+    strides = (0,) * (len(batch) - lead) + tuple(
+        0 if n == 1 else s for n, s in zip(a.shape[:lead], a.strides[:lead]))
+    offsets = np.zeros(batch, dtype=np.int64)
+    for axis, (n, s) in enumerate(zip(batch, strides)):
+        if s:
+            shape = [1] * len(batch)
+            shape[axis] = n
+            offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+    return (a.ctypes.data + offsets).reshape(-1)
+
+
+def mkl_matmul(mkl: _Mkl, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """``x @ y`` through MKL, or ``None`` when MKL does not take these operands."""
+    dtype = x.dtype
+    if (x.__class__ is not np.ndarray or y.__class__ is not np.ndarray or dtype != y.dtype
+            or dtype.name not in mkl.gemm or x.ndim < 2 or y.ndim < 2
+            or x.shape[-1] != y.shape[-2]):
+        return None
+    k, n = x.shape[-1], y.shape[-1]
+    out_lead = x.shape[:-1]
+    if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
+        x = x.reshape(-1, k)  # one GEMM over the stack's rows
+    try:
+        batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    except ValueError:
+        return None
+    out = np.empty(batch + (x.shape[-2], n), dtype=dtype)
+    if out.size == 0 or k == 0:
+        return None  # NumPy's empty-product conventions
+    x, trans_x, ldx = _matrix(x)
+    y, trans_y, ldy = _matrix(y)
+    rows = x.shape[-2]
+    if not batch:
+        mkl.gemm[dtype.name](_ROW_MAJOR, trans_x, trans_y, rows, n, k, 1.0, x.ctypes.data, ldx,
+                             y.ctypes.data, ldy, 0.0, out.ctypes.data, n)
+        return out.reshape(out_lead + (n,))
+    # One group of equal products: the matrices' addresses in three arrays.
+    a, b = _pointers(x, batch), _pointers(y, batch)
+    c = out.ctypes.data + np.arange(a.size, dtype=np.int64) * (rows * n * out.itemsize)
+    ints = [np.array([v], dtype=np.intc) for v in (trans_x, trans_y, rows, n, k, ldx, ldy, n,
+                                                    a.size)]
+    ones = np.array([1.0, 0.0], dtype=dtype)
+    mkl.batch[dtype.name](_ROW_MAJOR, ints[0].ctypes.data, ints[1].ctypes.data,
+                          ints[2].ctypes.data, ints[3].ctypes.data, ints[4].ctypes.data,
+                          ones[:1].ctypes.data, a.ctypes.data, ints[5].ctypes.data,
+                          b.ctypes.data, ints[6].ctypes.data, ones[1:].ctypes.data,
+                          c.ctypes.data, ints[7].ctypes.data, 1, ints[8].ctypes.data)
+    return out
+
+
+def _matmul(fallback: Callable[..., Any], mkl: _Mkl) -> Callable[..., Any]:
+    def matmul(x: Any, y: Any) -> Any:
+        out = mkl_matmul(mkl, x, y)
+        return fallback(x, y) if out is None else out
+
+    return matmul
+
+
+def _linear(fallback: Callable[..., Any], mkl: _Mkl) -> Callable[..., Any]:
+    def linear(x: Any, w: Any, b: Any) -> Any:
+        y = mkl_matmul(mkl, x, w.T) if x.__class__ is np.ndarray else None
+        if y is None:
+            return fallback(x, w, b)
+        if b is not None:
+            y += b
+        return y
+
+    return linear
+
+
+def faster_products(device: str) -> Callable[[Any, Callable[..., Any]], Callable[..., Any]]:
+    """A ``wrap`` for :func:`pullback.compiler.lower` that runs the graph's products (``matmul``,
+    ``nn.linear`` and the products of ``compiler.matmul_epilogue`` nodes) through MKL where it
+    is installed (CPU), and leaves every other kernel as it is. :func:`compile` lowers with it;
+    :func:`run_graph` does not (it reproduces eager results bit for bit)."""
+    mkl = _mkl() if device == "cpu" else None
+
+    def wrap(node: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
+        if mkl is None:
+            return kernel
+        if node.op == "matmul":
+            return _matmul(kernel, mkl)
+        if node.op == "nn.linear":
+            return _linear(kernel, mkl)
+        if node.op == "compiler.matmul_epilogue":
+            from pullback.registry import get_op
+
+            from .passes.epilogue import lower_epilogue
+
+            product = get_op(node.attrs["product"]).kernel_for(device)
+            fast = _linear(product, mkl) if node.attrs["product"] == "nn.linear" else \
+                _matmul(product, mkl)
+            return lower_epilogue(node, device, product=fast)
+        return kernel
+
+    return wrap

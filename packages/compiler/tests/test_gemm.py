@@ -1,0 +1,143 @@
+"""The optional MKL GEMM provider of compiled programs, against NumPy's matmul (the oracle).
+
+The MKL tests skip cleanly where the ``mkl`` wheel is not installed (CI); the provider's
+fallback (the op's own kernel) is tested everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pullback as pb
+import pullback.compiler as pc
+from pullback.compiler import Node, _gemm
+from pullback.registry import get_op
+
+needs_mkl = pytest.mark.skipif(_gemm.provider() != "mkl",
+                               reason="MKL is not installed (pip install pullback-compiler[mkl])")
+
+
+def _layouts(rng: np.random.Generator, dtype: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Operand pairs in every layout a compiled program hands its products."""
+    def r(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(dtype)
+
+    qkv = r(4, 8, 3 * 12)  # attention's heads: strided views of one projection
+    q, k, v = (qkv[..., i * 12:(i + 1) * 12].reshape(4, 8, 3, 4).transpose(0, 2, 1, 3)
+               for i in range(3))
+    return [
+        (r(7, 5), r(5, 3)),                       # plain
+        (r(5, 7).T, r(5, 3)),                     # transposed left (a weight gradient)
+        (r(7, 5), r(3, 5).T),                     # transposed right (linear's w.T)
+        (r(5, 7).T, r(3, 5).T),
+        (r(4, 6, 5), r(5, 3)),                    # a stack times a matrix: one GEMM
+        (r(4, 6, 5).transpose(1, 0, 2), r(5, 3)),  # ... not contiguous: a batch
+        (q, k.swapaxes(-1, -2)),                  # strided stacks
+        (r(4, 3, 8, 8), v),
+        (r(1, 3, 6, 5), r(4, 1, 5, 2)),           # broadcast stacks
+        (r(6, 5), r(4, 5, 2)),                    # a matrix times a stack
+        (r(9, 5)[::2], r(5, 6)[:, ::3]),          # no unit stride: copied first
+        (r(1, 5), r(5, 1)),
+    ]
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype, rtol", [("float32", 2e-5), ("float64", 1e-12)])
+def test_mkl_matmul_matches_numpy(dtype: str, rtol: float) -> None:
+    mkl = _gemm._mkl()
+    for x, y in _layouts(np.random.default_rng(0), dtype):
+        expected = np.matmul(x.astype(np.float64), y.astype(np.float64))
+        got = _gemm.mkl_matmul(mkl, x, y)
+        assert got is not None, (x.shape, x.strides, y.shape, y.strides)
+        assert got.dtype == x.dtype and got.shape == expected.shape and got.flags.c_contiguous
+        scale = np.abs(x).max() * np.abs(y).max() * x.shape[-1]
+        np.testing.assert_allclose(got, expected, rtol=0, atol=rtol * scale)
+
+
+@needs_mkl
+def test_mkl_declines_what_it_does_not_take() -> None:
+    """Integers, mixed dtypes, 1-D operands and empty products go to NumPy's kernel."""
+    mkl = _gemm._mkl()
+    f32 = np.ones((3, 3), np.float32)
+    for x, y in [(np.ones((3, 3), np.int64), np.ones((3, 3), np.int64)),
+                 (f32, f32.astype(np.float64)), (np.ones(3, np.float32), f32),
+                 (np.ones((0, 3), np.float32), f32), (np.ones((3, 0), np.float32),
+                                                       np.ones((0, 2), np.float32))]:
+        assert _gemm.mkl_matmul(mkl, x, y) is None
+    matmul = _gemm._matmul(get_op("matmul").kernel_for("cpu"), mkl)
+    x = np.ones((3, 0), np.float32)
+    np.testing.assert_array_equal(matmul(x, np.ones((0, 2), np.float32)), np.zeros((3, 2)))
+
+
+@needs_mkl
+def test_linear_through_mkl_matches_numpy() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    linear = _gemm._linear(get_op("nn.linear").kernel_for("cpu"), _gemm._mkl())
+    for bias in (b, None):
+        expected = get_op("nn.linear").kernel_for("cpu")(x, w, bias)
+        np.testing.assert_allclose(linear(x, w, bias), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_without_mkl_products_run_their_own_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no MKL (or ``PULLBACK_GEMM=numpy``) a compiled program's products are the ops'
+    own kernels, so compiled results stay bit-identical to eager ones."""
+    monkeypatch.setattr(_gemm, "_loaded", [None])
+    assert _gemm.provider() == "numpy"
+    wrap = _gemm.faster_products("cpu")
+    for name in ("matmul", "nn.linear"):
+        kernel = get_op(name).kernel_for("cpu")
+        assert wrap(Node(name, (), {}, []), kernel) is kernel
+    f = pc.compile(lambda a, b: (a @ b) * 2.0 + 1.0)
+    rng = np.random.default_rng(2)
+    a, b = (pb.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((6, 5), (5, 4)))
+    eager = f(a, b).array
+    np.testing.assert_array_equal(f(a, b).array, eager)
+
+
+@needs_mkl
+def test_run_graph_keeps_numpy_products_and_compile_uses_mkl() -> None:
+    """``run_graph`` reproduces eager results bit for bit (NumPy's GEMM); only compiled
+    programs take MKL's."""
+    rng = np.random.default_rng(4)
+    a, b = (pb.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((64, 48), (48, 40)))
+    graph = pc.trace(lambda p, q: p @ q, a, b)
+    np.testing.assert_array_equal(pc.run_graph(graph, a.array, b.array)[0], (a @ b).array)
+    fast = pc.lower(graph, _gemm.faster_products("cpu")).run([a.array, b.array])[0]
+    np.testing.assert_array_equal(fast, _gemm.mkl_matmul(_gemm._mkl(), a.array, b.array))
+    f = pc.compile(lambda p, q: p @ q)
+    f(a, b)
+    np.testing.assert_allclose(f(a, b).array, (a @ b).array, rtol=1e-5, atol=1e-5)
+
+
+@needs_mkl
+def test_compiled_step_with_mkl_matches_eager() -> None:
+    """A compiled MLP step on MKL gives eager's loss and gradients to float32 tolerance."""
+    from pullback import nn
+
+    rng = np.random.default_rng(3)
+    x = pb.tensor(rng.standard_normal((32, 16)).astype(np.float32))
+
+    def make() -> tuple[nn.Module, object]:
+        pb.manual_seed(0)
+        model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4))
+
+        def step(inp: pb.Tensor) -> pb.Tensor:
+            model.zero_grad()
+            loss = (model(inp) ** 2).mean()
+            loss.backward()
+            return loss
+
+        return model, step
+
+    eager_model, eager_step = make()
+    model, step = make()
+    compiled = pc.compile(step)
+    for _ in range(3):
+        expected, got = eager_step(x), compiled(x)
+        np.testing.assert_allclose(got.array, expected.array, rtol=1e-5)
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        np.testing.assert_allclose(p.grad.array, q.grad.array, rtol=1e-4, atol=1e-6)
