@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..dispatch import apply
 from ..errors import ArgumentError, AxisError, ShapeError, UnsupportedError
 from ..promotion import COMMON
@@ -30,9 +32,62 @@ TRIL = declare(Op("tril", lambda xp: lambda x, k=0: xp.tril(x, k), save_inputs=F
                   doc="lower triangle"))
 TRIU = declare(Op("triu", lambda xp: lambda x, k=0: xp.triu(x, k), save_inputs=False,
                   doc="upper triangle"))
+# Below this many bytes per row and input, NumPy's concatenate copies a row's chunk element by
+# element in a short inner loop: cat([x, y], 1) of two 65,536 x 2 float32 matrices (a relation's
+# MLP input) measured 1.05 ms, against 0.19 ms with each chunk copied as one opaque item.
+_NARROW_CHUNK_BYTES = 64
+_MIN_ROWS = 1024
+
+
+def _cat_kernel(xp: Any) -> Any:
+    def cat(*xs: Any, axis: int = 0) -> Any:
+        if xp is np and xs and xs[0].ndim:
+            axis %= xs[0].ndim
+            if axis and _narrow_rows(xs, axis):
+                return _cat_rows(xs, axis)
+        return xp.concatenate(xs, axis=axis)
+
+    return cat
+
+
+def _narrow_rows(xs: Sequence[Any], axis: int) -> bool:
+    """Whether ``xs`` are C-contiguous NumPy arrays of one plain dtype and one shape outside
+    ``axis``, with many rows (the axes before ``axis``) of narrow chunks."""
+    first = xs[0]
+    if first.__class__ is not np.ndarray or first.dtype.kind not in "biufc":
+        return False
+    rows = math.prod(first.shape[:axis])
+    if rows < _MIN_ROWS:
+        return False
+    for x in xs:
+        if (x.__class__ is not np.ndarray or x.dtype != first.dtype or x.ndim != first.ndim
+                or x.shape[:axis] != first.shape[:axis] or x.shape[axis + 1:] != first.shape[axis + 1:]
+                or not x.flags.c_contiguous
+                or x.size // rows * x.itemsize > _NARROW_CHUNK_BYTES):
+            return False
+    return True
+
+
+def _cat_rows(xs: Sequence[Any], axis: int) -> Any:
+    """``concatenate(xs, axis)`` with each input's row chunk copied as one void item."""
+    rows = math.prod(xs[0].shape[:axis])
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    out = np.empty(shape, xs[0].dtype)
+    flat = out.reshape(rows, -1)
+    start = 0
+    for x in xs:
+        width = x.size // rows
+        if width:
+            item = np.dtype((np.void, width * x.itemsize))
+            flat[:, start:start + width].view(item)[:, 0] = x.reshape(rows, width).view(item)[:, 0]
+        start += width
+    return out
+
+
 # cat and stack promote their tensors to one dtype, as PyTorch.
-CAT = declare(Op("cat", lambda xp: lambda *xs, axis=0: xp.concatenate(xs, axis=axis),
-                 save_inputs=False, promotion=COMMON, doc="concatenate along an axis"))
+CAT = declare(Op("cat", _cat_kernel, save_inputs=False, promotion=COMMON,
+                 doc="concatenate along an axis"))
 STACK = declare(Op("stack", lambda xp: lambda *xs, axis=0: xp.stack(xs, axis=axis),
                    save_inputs=False, promotion=COMMON, doc="stack along a new axis"))
 PAD = declare(Op("pad", lambda xp: lambda x, widths, value=0.0: xp.pad(
