@@ -24,9 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pullback.promotion import SAME
 from pullback.registry import Op
 
+from . import _native_recurrent
 from ._call import op_in
 from .recurrent_cells import CELLS
 
@@ -55,6 +58,11 @@ def _recurrent_layer_kernel(xp: Any) -> Any:
         bias = cell.input_bias(b_ih, b_hh)
         if bias is not None:
             pre += bias
+        if mode == "LSTM" and w_hr is None and lengths is None and xp is np:
+            done = _native_recurrent.lstm_forward(pre, h0, c0, np.ascontiguousarray(w_hh.T),
+                                                  reverse=reverse)
+            if done is not NotImplemented:
+                return done
         buf = cell.buffers(xp, pre, width, w_hr is not None)
         cell_width = c0.shape[-1] if cell.has_cell_state else 0
         out = xp.empty((steps + 1, batch, width + cell_width), dtype=x.dtype)
@@ -108,31 +116,19 @@ def _recurrent_layer_backward_kernel(xp: Any) -> Any:
             running = xp.asarray(lengths)[None, :, None] > xp.arange(steps)[:, None, None]
             g_h = g_h * running
             g_c = None if g_c is None else g_c * running
-        gh = g[steps, :, :width].copy()
-        gc = g[steps, :, width:].copy() if cell.has_cell_state else None
-        co = cell.coefficients(xp, named)
-        gate_width = w_ih.shape[0]
-        dgi = xp.empty((steps, batch, gate_width), dtype=x.dtype)
-        grads = {"dgi": dgi,
-                 "dgh": xp.empty_like(dgi) if cell.separate_hidden_grads() else dgi,
-                 "dproj": xp.empty((steps, batch, width), dtype=x.dtype) if w_hr is not None
-                 else None}
-        for t in _order(steps, not reverse):
-            gh += g_h[t]
-            if g_c is not None:
-                gc += g_c[t]
-            running = masks[t] if masks is not None else None
-            if running is not None:  # finished sequences pass the gradient straight through
-                gh_past, gh = xp.where(running, 0, gh), xp.where(running, gh, 0)
-                if gc is not None:
-                    gc_past, gc = xp.where(running, 0, gc), xp.where(running, gc, 0)
-            gh, gc = cell.backward_step(xp, t, gh, gc, w_hh, w_hr, co, grads)
-            if running is not None:
-                gh += gh_past
-                if gc is not None:
-                    gc += gc_past
-        cell.finish_backward(grads)
+        done = NotImplemented
+        if mode == "LSTM" and w_hr is None and masks is None and g_c is None and xp is np:
+            done = _native_recurrent.lstm_backward(g, named["gates"], named["c_prev"],
+                                                   named["tanh_c"], w_hh, reverse=reverse)
+        if done is not NotImplemented:
+            dgi, gh, gc = done
+            grads = {"dgi": dgi, "dgh": dgi, "dproj": None}
+        else:
+            grads, gh, gc = _reverse_loop(xp, cell, g, g_h, g_c, masks, named, w_hh, w_hr,
+                                          reverse)
+            dgi = grads["dgi"]
         flat = steps * batch
+        gate_width = w_ih.shape[0]
         dgi2 = dgi.reshape(flat, gate_width)
         dgh2 = grads["dgh"].reshape(flat, gate_width)
         gx = (dgi2 @ w_ih).reshape(x.shape) if needs[0] else None
@@ -149,6 +145,38 @@ def _recurrent_layer_backward_kernel(xp: Any) -> Any:
     return recurrent_layer_backward
 
 
+def _reverse_loop(xp: Any, cell: Any, g: Any, g_h: Any, g_c: Any, masks: Any, named: Any,
+                  w_hh: Any, w_hr: Any, reverse: bool) -> tuple[dict[str, Any], Any, Any]:
+    """The generic reverse loop over the cell's ``backward_step``: ``(grads, gh0, gc0)``."""
+    steps, batch, _ = g_h.shape
+    width = g_h.shape[-1]
+    gh = g[steps, :, :width].copy()
+    gc = g[steps, :, width:].copy() if cell.has_cell_state else None
+    co = cell.coefficients(xp, named)
+    gate_width = w_hh.shape[0]
+    dgi = xp.empty((steps, batch, gate_width), dtype=g.dtype)
+    grads = {"dgi": dgi,
+             "dgh": xp.empty_like(dgi) if cell.separate_hidden_grads() else dgi,
+             "dproj": xp.empty((steps, batch, width), dtype=g.dtype) if w_hr is not None
+             else None}
+    for t in _order(steps, not reverse):
+        gh += g_h[t]
+        if g_c is not None:
+            gc += g_c[t]
+        running = masks[t] if masks is not None else None
+        if running is not None:  # finished sequences pass the gradient straight through
+            gh_past, gh = xp.where(running, 0, gh), xp.where(running, gh, 0)
+            if gc is not None:
+                gc_past, gc = xp.where(running, 0, gc), xp.where(running, gc, 0)
+        gh, gc = cell.backward_step(xp, t, gh, gc, w_hh, w_hr, co, grads)
+        if running is not None:
+            gh += gh_past
+            if gc is not None:
+                gc += gc_past
+    cell.finish_backward(grads)
+    return grads, gh, gc
+
+
 # First-order backward only (the grad rule calls it on raw arrays): one gradient per input.
 RECURRENT_LAYER_BACKWARD = Op(
     "nn.recurrent_layer_backward", _recurrent_layer_backward_kernel, differentiable=False,
@@ -160,8 +188,6 @@ def reference_recurrent_layer(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_
                               lengths: tuple[int, ...] | None = None) -> Any:
     """``nn.recurrent_layer`` with differentiable Tensor ops, step by step (what
     ``create_graph=True`` differentiates, and a readable statement of what the op computes)."""
-    import numpy as np
-
     import pullback
 
     cell = CELLS[mode]
