@@ -1,6 +1,7 @@
 """One fuzz case of the native max pooling backward (``pullback/nn/_ops/pool.py``'s
-``native_max_pool2d_backward``, over ``_csrc/pool.c``) against the NumPy kernel, run in a worker process by ``test_pool_native.py`` (see
-:mod:`pullback.testing.isolation`): a crash there is a failing case, not a dead pytest.
+``native_max_pool2d_backward``, over ``_csrc/pool.c``) against the NumPy kernel, run in a
+worker process by ``test_pool_native.py`` (see :mod:`pullback.testing.isolation`): a crash
+there is a failing case, not a dead pytest.
 
 A case is a window case of ``test_native_fuzz.py`` (shape, geometry, dtype, layout, seed). For
 valid arguments (``nn_native_fuzz_cases``'s independent oracle of PyTorch's rules) the native

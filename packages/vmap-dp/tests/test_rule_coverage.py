@@ -1,7 +1,7 @@
 """Every op of core, pullback-nn and pullback.func itself (``func.outer``) has a batching rule
 and (when differentiable) a jvp rule: the failure names exactly the ops that lack one, so that
-an op added to core or nn without rules is reported here by name. (Other distributions' ops get theirs from their own plugins;
-the op table shows where each op stands.)"""
+an op added to core or nn without rules is reported here by name. (Other distributions' ops
+get theirs from their own plugins; the op table shows where each op stands.)"""
 
 from __future__ import annotations
 
