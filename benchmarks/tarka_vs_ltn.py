@@ -12,20 +12,30 @@ A(x), B(x) over 2-d points and a relation R(x, y) over pairs, with
 for batches of 16, 64 and 256 points per variable (the relation formulas range over all pairs).
 LTNtorch computes in float32 (it casts variables and predicate outputs), so both sides do.
 
-    python benchmarks/tarka_vs_ltn.py
+    python benchmarks/tarka_vs_ltn.py --threads 1 --clock cpu --order interleaved \
+        [--rounds 5] [--csv docs/tarka/kb_step.csv]
+
+Each round times every batch size once; each JSON line carries the 1-minute load average at its
+end, since on a shared machine the ratio moves with the load. ``--csv`` writes every round.
 """
 
 from __future__ import annotations
 
 from _nn_bench import report, time_pair, torch_module  # first: applies --threads
 
+import argparse
+import os
+
 import numpy as np
+from _common import write_csv
 
 import pullback
 from pullback import nn, optim, tarka
 
 TARGET = 1.0
 BATCHES = (16, 64, 256)
+# The issue's target, printed next to each measured ratio.
+CLAIM = "no slower than LTNtorch (ratio <= 1)"
 
 
 def mlp_pair(torch, inputs: int, seed: int):
@@ -114,18 +124,34 @@ def ltn_step(torch, ltn, points: np.ndarray, labels: np.ndarray, models: list):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="times to measure every batch")
+    parser.add_argument("--csv", help="write every round's figures to this CSV file")
+    args, _ = parser.parse_known_args()  # --threads, --clock, --order: read by _nn_bench
     torch = torch_module()
     import ltn
 
+    steps = {}
     for batch in BATCHES:
         rng = np.random.default_rng(batch)
         points = rng.normal(size=(batch, 2)).astype(np.float32)
         labels = points[:, 0] > 0
         pairs = [mlp_pair(torch, n, s) for n, s in ((2, 1), (2, 2), (4, 3))]
-        ours = ours_step(points, labels, [p[0] for p in pairs])
-        theirs = ltn_step(torch, ltn, points, labels, [p[1] for p in pairs])
-        ours_s, theirs_s = time_pair(ours, theirs, block=5)
-        report("tarka_kb_step", ours_s, theirs_s, TARGET, batch=batch, pairs=batch * batch)
+        steps[batch] = (ours_step(points, labels, [p[0] for p in pairs]),
+                        ltn_step(torch, ltn, points, labels, [p[1] for p in pairs]))
+    rows = []
+    for round_ in range(1, args.rounds + 1):
+        for batch, (ours, theirs) in steps.items():
+            ours_s, theirs_s = time_pair(ours, theirs, block=5)
+            load = round(os.getloadavg()[0], 2)
+            report("tarka_kb_step", ours_s, theirs_s, TARGET, batch=batch, pairs=batch * batch,
+                   round=round_, load_average_1min=load, claim=CLAIM)
+            rows.append({"round": round_, "points_per_variable": batch, "pairs": batch * batch,
+                         "pullback_ms": round(ours_s * 1e3, 3),
+                         "ltntorch_ms": round(theirs_s * 1e3, 3),
+                         "ratio": round(ours_s / theirs_s, 3), "load_average_1min": load})
+    if args.csv:
+        write_csv(args.csv, rows)
 
 
 if __name__ == "__main__":
