@@ -6,8 +6,8 @@
  * the first position in raster order whose value equals the window's maximum y[i, j]
  * (PyTorch's choice for ties); when that position is in the padding (a window of -inf) or none
  * equals it (NaN), the gradient goes nowhere. One pass per plane, where the NumPy kernel makes
- * four passes over strided views per window offset (measured twice this kernel's time on a
- * small CNN's activations). Each call handles planes (n, c) lo..hi. (The forward stays NumPy's:
+ * four passes over strided views per window offset (1.5-2.1x this kernel's time on a small
+ * CNN's activations: benchmarks/func_max_pool_backward.py). Each call handles planes (n, c) lo..hi. (The forward stays NumPy's:
  * a C loop measured no faster there.)
  *
  * What the callers guarantee (pullback/nn/_ops/pool.py checks it with geometry.py, through
