@@ -157,3 +157,52 @@ def test_grid_rows_gradcheck_and_gradgradcheck(expanded, sizes):
 
     assert gradcheck(fn, (x,), atol=1e-7, rtol=1e-6)
     assert gradgradcheck(fn, (x,), atol=1e-7, rtol=1e-6)
+
+
+def _central_difference(fn, primals, tangents, h=1e-6):
+    ahead = fn(*(p + h * t for p, t in zip(primals, tangents)))
+    behind = fn(*(p - h * t for p, t in zip(primals, tangents)))
+    return (ahead.numpy() - behind.numpy()) / (2 * h)
+
+
+@pytest.mark.parametrize("op", CONNECTIVES, ids=lambda op: op.name)
+@pytest.mark.parametrize("stable", [True, False])
+def test_connective_jvp_matches_central_differences(op, stable):
+    func = pytest.importorskip("pullback.func")
+    rng = np.random.default_rng(17)
+    x, y = pb.tensor(_truth((4, 1), 5)), pb.tensor(_truth((1, 3), 6))
+    tx, ty = (pb.tensor(rng.standard_normal(t.shape)) for t in (x, y))
+
+    def fn(a, b):
+        return apply(op, a, b, stable=stable)
+
+    _, tangent = func.jvp(fn, (x, y), (tx, ty))
+    np.testing.assert_allclose(tangent.numpy(), _central_difference(fn, (x, y), (tx, ty)),
+                               atol=1e-8)
+    _, tangent = func.jvp(lambda a: fn(a, y), (x,), (tx,))  # the other input held constant
+    np.testing.assert_allclose(tangent.numpy(),
+                               _central_difference(lambda a: fn(a, y), (x,), (tx,)), atol=1e-8)
+
+
+@pytest.mark.parametrize("op", AGGREGATORS, ids=lambda op: op.name)
+@pytest.mark.parametrize("axis,keepdims", AXES[:4])
+@pytest.mark.parametrize("p", [2, 3.5])
+def test_aggregator_jvp_matches_central_differences(op, axis, keepdims, p):
+    func = pytest.importorskip("pullback.func")
+    x = pb.tensor(_truth((3, 4, 2), 19))
+    t = pb.tensor(np.random.default_rng(19).standard_normal(x.shape))
+
+    def fn(a):
+        return apply(op, a, axis=axis, keepdims=keepdims, p=p, stable=True)
+
+    _, tangent = func.jvp(fn, (x,), (t,))
+    np.testing.assert_allclose(tangent.numpy(), _central_difference(fn, (x,), (t,)), atol=1e-8)
+
+
+def test_grid_rows_jvp_is_the_grid_of_the_tangent():
+    func = pytest.importorskip("pullback.func")
+    x = pb.tensor(np.random.default_rng(23).standard_normal((4, 1, 2)))
+    t = pb.tensor(np.random.default_rng(24).standard_normal((4, 1, 2)))
+    _, tangent = func.jvp(lambda a: apply(_ops.GRID_ROWS, a, shape=(4, 3, 2), n_vars=2), (x,), (t,))
+    np.testing.assert_array_equal(tangent.numpy(),
+                                  np.broadcast_to(t.numpy(), (4, 3, 2)).reshape(12, 2))

@@ -203,3 +203,44 @@ def _grid_rows_grad(F: Any, g: Any, out: Any, x: Any, *, shape: tuple[int, ...],
 
 
 TARKA_OPS = (AND_PROD, OR_PROB_SUM, IMPLIES_REICHENBACH, PMEAN, PMEAN_ERROR, GRID_ROWS)
+
+
+# -- forward mode (pullback.func's "jvp" key) ----------------------------------------------------
+# The tangent of each op from its grad rule's partial derivatives, so the two cannot disagree.
+
+def _jvp_connective(rule: Any) -> Any:
+    def jvp(F: Any, tangents: Any, out: Any, x: Any, y: Any, *, stable: bool) -> Any:
+        # A connective's Jacobian is diagonal per input: the grad rule at a cotangent of 1 gives
+        # the partials (broadcasting against the other input), the tangent is their sum.
+        partials = rule(F, 1.0, out, x, y, stable=stable)
+        terms = [d * t for d, t in zip(partials, tangents) if t is not None]
+        return terms[0] + terms[1] if len(terms) == 2 else terms[0]
+
+    return jvp
+
+
+def _jvp_aggregator(rule: Any) -> Any:
+    def jvp(F: Any, tangents: Any, out: Any, x: Any, *, axis: Any, keepdims: bool, p: float,
+            stable: bool) -> Any:
+        # The grad rule at a cotangent of ones: every entry's partial derivative of its group's
+        # aggregate; the tangent sums them, weighted by the entries' tangents, over each group.
+        ones = F.full(tuple(out.shape), 1.0, like=out)
+        (partial,) = rule(F, ones, out, x, axis=axis, keepdims=keepdims, p=p, stable=stable)
+        return F.sum(partial * tangents[0], axis=axis, keepdims=keepdims)
+
+    return jvp
+
+
+def _jvp_grid_rows(F: Any, tangents: Any, out: Any, x: Any, *, shape: tuple[int, ...],
+                   n_vars: int) -> Any:
+    return getattr(F, GRID_ROWS.name)(tangents[0], shape=shape, n_vars=n_vars)  # linear
+
+
+JVP_RULES = {
+    AND_PROD.name: _jvp_connective(_and_prod_grad),
+    OR_PROB_SUM.name: _jvp_connective(_or_prob_sum_grad),
+    IMPLIES_REICHENBACH.name: _jvp_connective(_implies_reichenbach_grad),
+    PMEAN.name: _jvp_aggregator(_pmean_grad),
+    PMEAN_ERROR.name: _jvp_aggregator(_pmean_error_grad),
+    GRID_ROWS.name: _jvp_grid_rows,
+}
