@@ -11,7 +11,8 @@ bytes (``write_floor_ms``: NumPy filling a fresh allocation, page faults include
 possible for a result that is a new array; ``write_floor_mapped_ms``: filling memory already
 mapped) next to the time the 10x target allows (``target_10x_ms``). pullback and torch.func are
 timed in alternating rounds (as are the two loops), so a busy spell hits both alike; the load
-average is printed with each record.
+average is printed with each record. A first record times the MLP's weight gradient alone:
+``func.outer``'s kernel against NumPy's broadcast multiply.
 
     python benchmarks/func_per_sample_grads.py                  # 2 threads, wall clock
     python benchmarks/func_per_sample_grads.py --clock cpu --threads 1   # on a busy machine
@@ -133,9 +134,29 @@ def measure(torch: Any, name: str, ours: Any, theirs: Any, shape: tuple[int, ...
          target_not_slower_than_torch_func=t_vmap <= t_func)
 
 
+def measure_outer_kernel(rng: np.random.Generator, batch: int = 256, m: int = 256,
+                         n: int = 784) -> None:
+    """The MLP's first-layer weight gradient alone: func.outer's kernel (the C loop) against
+    NumPy's broadcast multiply of (B, m, 1) by (B, 1, n), the way vmap's matmul rule wrote it
+    before."""
+    from pullback.func._outer import OUTER
+
+    kernel = OUTER.kernel_for("cpu")
+    a = rng.standard_normal((batch, m)).astype(np.float32)
+    c = rng.standard_normal((batch, n)).astype(np.float32)
+    t_outer, t_numpy = best_times(lambda: kernel(a, c),
+                                  lambda: np.multiply(a[:, :, None], c[:, None, :]),
+                                  rounds=3, repeat=3, clock=_clock)
+    emit(benchmark="func_outer_kernel", shape=[batch, m, n], threads=OPTIONS.threads,
+         clock=OPTIONS.clock, load_average=os.getloadavg()[0],
+         func_outer_ms=round(t_outer * 1e3, 2), numpy_broadcast_multiply_ms=round(t_numpy * 1e3, 2),
+         speedup=round(t_numpy / t_outer, 2))
+
+
 def main() -> None:
     torch = torch_module()
     rng = np.random.default_rng(0)
+    measure_outer_kernel(rng)
     for name, (ours, theirs, shape) in models(torch).items():
         for k, v in theirs.state_dict().items():  # the same weights on both sides
             dict(ours.named_parameters())[k].array[...] = v.numpy()
