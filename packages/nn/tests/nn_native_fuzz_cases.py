@@ -18,7 +18,9 @@ import numpy as np
 
 import pullback.nn  # noqa: F401 - registers the ops
 from pullback.errors import PullbackError
-from pullback.nn._ops import _native, conv, cross_entropy, geometry, norm, softmax
+from pullback.nn._ops import (_native, _native_recurrent, conv, cross_entropy, geometry, norm,
+                              recurrent, softmax)
+from pullback.nn._ops.recurrent_cells import CELLS
 from pullback.testing.layouts import fuzz_values, laid_out
 
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
@@ -292,6 +294,83 @@ def _cross_entropy(case: dict[str, Any]) -> str | None:
     expected = (p * np.where(valid, g[ok], 0)[:, None]).astype(x.dtype)
     return _compare(("value", back[1][ok]), ("value", expected), valid=True, exact=False)
 
+
+def _lstm_reference(pre: Any, h0: Any, c0: Any, w_hh_t: Any, reverse: bool) -> Any:
+    """The LSTM layer's output (T+1, B, 2H) from its input projection, in float64."""
+    steps, hidden = pre.shape[0], h0.shape[-1]
+    h, c = h0.astype(np.float64), c0.astype(np.float64)
+    out = np.empty((steps + 1,) + h.shape[:1] + (2 * hidden,))
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        a = pre[t] + h @ w_hh_t.astype(np.float64)
+        i, f, g, o = (a[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+        h = sigmoid(o) * np.tanh(c)
+        out[t] = np.concatenate([h, c], axis=-1)
+    out[steps] = out[0 if reverse else steps - 1]
+    return out
+
+
+def _lstm(case: dict[str, Any]) -> str | None:
+    """The LSTM layer's native loops (``_native_recurrent``): the forward against a float64
+    reference, then the backward from its buffers against the generic reverse loop; operands of
+    other dtypes, layouts or (when ``wrong`` names one) shapes must be declined."""
+    steps, batch, hidden, wrong = case["steps"], case["batch"], case["hidden"], case["wrong"]
+    dtype, seed = case["dtype"], case["seed"]
+
+    def operand(name: str, shape: tuple[int, ...], layout: str = "contiguous",
+                special: bool = False) -> Any:
+        if name == wrong:
+            shape = shape[:-1] + (shape[-1] + 1,)
+        return make_array(list(shape), dtype, layout, seed + len(name), special) * 0.3
+
+    pre = operand("pre", (steps, batch, 4 * hidden), case["layout"], case["special"])
+    h0, c0 = operand("h0", (batch, hidden), case["other_layout"]), operand("c0", (batch, hidden))
+    w_hh_t = operand("w_hh_t", (hidden, 4 * hidden))
+    reverse = case["reverse"]
+    expected_pre = pre.astype(np.float64)
+    n = _outcome(lambda: _native_recurrent.lstm_forward(pre, h0, c0, w_hh_t, reverse=reverse))
+    if n[0] != "value":
+        return f"forward: native raised {_describe(*n)}"
+    if n[1] is NotImplemented:
+        return None
+    if wrong in ("pre", "h0", "c0", "w_hh_t") or dtype != "float32" or steps == 0:
+        return f"forward: native took a wrong {wrong} ({dtype}, {steps} steps)"
+    out, (acts, h_prev, c_prev, tanh_c, _) = n[1]
+    problem = _compare(("value", out), ("value", _lstm_reference(expected_pre, h0, c0, w_hh_t,
+                                                                   reverse).astype(out.dtype)),
+                       valid=True, exact=False, rtol=1e-4, atol=1e-5,
+                       finite_only=case["special"])
+    if problem:
+        return f"forward: {problem}"
+    g = operand("g", (steps + 1, batch, 2 * hidden), case["other_layout"])
+    g[:steps, :, hidden:] = 0 if g.flags.writeable else g[:steps, :, hidden:]
+    if case["other_layout"] == "broadcast":
+        g = np.ascontiguousarray(g)
+        g[:steps, :, hidden:] = 0
+    w_hh = np.ascontiguousarray(w_hh_t.T)
+    if wrong == "c_prev":
+        c_prev = c_prev[:, :, :-1]
+    b = _outcome(lambda: _native_recurrent.lstm_backward(g, acts, c_prev, tanh_c, w_hh,
+                                                        reverse=reverse))
+    if b[0] != "value":
+        return f"backward: native raised {_describe(*b)}"
+    if b[1] is NotImplemented:
+        return None if wrong in ("g", "c_prev") else "backward declined its forward's buffers"
+    if wrong in ("g", "c_prev"):
+        return f"backward: native took a wrong {wrong}"
+    if case["special"]:
+        return None  # NaN and infinities spread through the whole sequence: not crashing is it
+    named = {"gates": acts, "h_prev": h_prev, "c_prev": c_prev, "tanh_c": tanh_c}
+    grads, gh, gc = recurrent._reverse_loop(np, CELLS["LSTM"], g, g[:steps, :, :hidden], None,
+                                            None, named, w_hh, None, reverse)
+    for got, want, what in zip(b[1], (grads["dgi"], gh, gc), ("dgates", "gh0", "gc0")):
+        problem = _compare(("value", got), ("value", want), valid=True, exact=False,
+                           rtol=1e-4, atol=1e-5)
+        if problem:
+            return f"backward {what}: {problem}"
+    return None
+
 def _param(case: dict[str, Any], key: str, shape: tuple[int, ...], seed: int) -> Any:
     choice = case[key]
     if choice == "none":
@@ -388,7 +467,7 @@ def _layer_norm_backward(case: dict[str, Any]) -> str | None:
 KERNELS = {"im2col": _im2col, "col2im": _col2im, "softmax": _softmax,
            "softmax_backward": _softmax_backward, "layer_norm": _layer_norm,
            "layer_norm_backward": _layer_norm_backward, "log_softmax": _log_softmax,
-           "cross_entropy": _cross_entropy}
+           "cross_entropy": _cross_entropy, "lstm": _lstm}
 
 
 def run_case(case: dict[str, Any]) -> str | None:

@@ -1,5 +1,5 @@
 """Fuzzing nn's native kernels (im2col, col2im, softmax, layer norm, log-softmax and
-cross-entropy with their backwards)
+cross-entropy with their backwards, the LSTM layer's time loops)
 through their entry points, each case in a worker process (``pullback.testing.isolation``): a
 crash fails the case and says which, instead of killing pytest.
 
@@ -30,12 +30,12 @@ from pullback.testing.isolation import Workers, fuzz_in_isolation  # noqa: E402
 
 CASES_FILE = Path(__file__).with_name("nn_native_fuzz_cases.py")
 KERNELS = ("im2col", "col2im", "softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
-           "log_softmax", "cross_entropy")
+           "log_softmax", "cross_entropy", "lstm")
 CASES_PER_KERNEL = 2000
 SANITIZED_CASES_PER_KERNEL = 200
 # Kernels whose row loops hold no index arithmetic beyond the row's own (log-softmax and
 # cross-entropy share softmax's), fuzzed with fewer cases to keep the folder's time.
-FEWER_CASES = {"log_softmax": 800, "cross_entropy": 800}
+FEWER_CASES = {"log_softmax": 800, "cross_entropy": 800, "lstm": 400}
 
 # -- strategies --------------------------------------------------------------------------------
 
@@ -132,9 +132,23 @@ def rows_case(draw: Any, kernel_name: str) -> dict[str, Any]:
     return case
 
 
+@st.composite
+def lstm_case(draw: Any) -> dict[str, Any]:
+    return {"entry": "lstm", "steps": draw(st.integers(0, 5)), "batch": draw(st.integers(0, 6)),
+            "hidden": draw(st.sampled_from([1, 3, 16, 17, 40])),
+            "wrong": draw(st.sampled_from(["none"] * 6 + ["pre", "h0", "c0", "w_hh_t", "g",
+                                                          "c_prev"])),
+            "dtype": draw(dtypes), "other_layout": draw(layouts),
+            # pre is the op's own contiguous projection: mostly contiguous here too
+            "layout": draw(st.sampled_from(["contiguous"] * 4 + ["transposed", "strided"])),
+            "reverse": draw(st.booleans()), "seed": draw(seeds), "special": draw(st.booleans())}
+
+
 def strategy(kernel_name: str) -> st.SearchStrategy[dict[str, Any]]:
     if kernel_name in ("im2col", "col2im"):
         return window_case(kernel_name)
+    if kernel_name == "lstm":
+        return lstm_case()
     return rows_case(kernel_name)
 
 

@@ -40,7 +40,9 @@ def lstm_forward(pre: Any, h0: Any, c0: Any, w_hh_t: Any, *, reverse: bool) -> A
     hidden = gate_width // 4
     kernel = _kernel("lstm_forward_step_f32", 6, 1)
     if (kernel is None or not _all_float32(pre, h0, c0, w_hh_t) or not pre.flags.c_contiguous
-            or steps == 0 or h0.shape != (batch, hidden) or c0.shape != (batch, hidden)):
+            or steps == 0 or gate_width != 4 * hidden or hidden == 0
+            or h0.shape != (batch, hidden) or c0.shape != (batch, hidden)
+            or w_hh_t.shape != (hidden, gate_width)):
         return NotImplemented
     h_prev = np.empty((steps, batch, hidden), dtype=np.float32)
     c_prev = np.empty_like(h_prev)
@@ -80,8 +82,11 @@ def lstm_backward(g: Any, acts: Any, c_prev: Any, tanh_c: Any, w_hh: Any, *,
     steps, batch, gate_width = acts.shape
     hidden = gate_width // 4
     kernel = _kernel("lstm_backward_step_f32", 7, 2)
-    if (kernel is None or not _all_float32(g, acts, c_prev, tanh_c, w_hh)
-            or g.shape != (steps + 1, batch, 2 * hidden) or steps == 0):
+    if (kernel is None or not _all_float32(g, acts, c_prev, tanh_c, w_hh) or steps == 0
+            or gate_width != 4 * hidden or hidden == 0
+            or g.shape != (steps + 1, batch, 2 * hidden)
+            or c_prev.shape != (steps, batch, hidden) or tanh_c.shape != c_prev.shape
+            or w_hh.shape != (gate_width, hidden)):
         return NotImplemented
     g, acts, c_prev, tanh_c, w_hh = map(_contiguous, (g, acts, c_prev, tanh_c, w_hh))
     gh = g[steps, :, :hidden].copy()  # then, each step, what reaches h through the GEMM

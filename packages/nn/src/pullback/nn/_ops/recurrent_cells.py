@@ -162,7 +162,7 @@ class LSTMCell(Cell):
             grads["dproj"][t] = gh
             gh = gh @ w_hr
         gc += gh * co["through_h"][t]
-        d = grads["dgi"][t].reshape(gh.shape[0], 4, -1)
+        d = grads["dgi"][t].reshape(gh.shape[0], 4, gc.shape[-1])  # -1 fails for batch 0
         coef = co["coef"][t]
         xp.multiply(gc[:, None, :], coef[:, :3], out=d[:, :3])
         xp.multiply(gh, coef[:, 3], out=d[:, 3])
