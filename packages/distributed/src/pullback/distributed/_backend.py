@@ -219,7 +219,7 @@ def poll(done: Callable[[], bool], timeout: float) -> bool:
     without sleeping; after EAGER_TESTS it yields the processor every TESTS_PER_YIELD tests.
     On a loaded machine that yield lets a peer rank that shares this core run: polling
     without it made a 4 MB all-reduce 2 to 3 times slower than MPI_Allreduce here, and a
-    background thread blocked in MPI_Wait instead (an earlier design) cost 60 to 100 us per
+    background thread blocked in MPI_Wait instead (an earlier design) cost 40 to 110 us per
     hand-over. Yielding every 8 tests rather than after each kept large transfers progressing
     between yields (as fast or faster from 256 KB to 16 MB in interleaved runs).
     """
