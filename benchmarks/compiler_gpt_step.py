@@ -10,9 +10,10 @@ is the node count before and after each pass.
     python benchmarks/compiler_gpt_step.py --no-torch-compile   # skip torch.compile (slow build)
     python benchmarks/compiler_gpt_step.py --profile            # + the compiled step's time per op
 
-Which library runs the GEMMs is printed for each side: pullback's compiled programs use MKL when
-the optional ``mkl`` wheel is installed (``pip install pullback-compiler[mkl]``; set
-``PULLBACK_GEMM=numpy`` to compare), else NumPy's OpenBLAS; PyTorch's CPU build uses MKL.
+Which library runs the GEMMs is printed for each side: the compiled step uses
+``compile(gemm=--gemm)``, by default "auto": MKL when the optional ``mkl`` wheel is installed
+(``pip install pullback-compiler[mkl]``), and then the same step compiled with NumPy's GEMMs
+(compile's default) is timed too; PyTorch's CPU build uses MKL.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def node_kind(op_name: str) -> str:
     return "copies and indexing (reshape, slices, gathers)"
 
 
-def profile_compiled(entry, flat, clock, steps: int = 10) -> None:
+def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> None:
     """Time each node of the compiled step (its kernel call) and print the totals per op and
     per kind; what is left of the step is the generated Python around the kernels."""
     from pullback.compiler import lower
@@ -89,7 +90,7 @@ def profile_compiled(entry, flat, clock, steps: int = 10) -> None:
 
         return run
 
-    program = lower(entry.graph, wrap=timed)
+    program = lower(entry.graph, wrap=timed, gemm=gemm)
     for _ in range(3):
         program.run(entry.read_inputs(flat))
     spent.clear()
@@ -106,7 +107,7 @@ def profile_compiled(entry, flat, clock, steps: int = 10) -> None:
     kinds["python around the kernels (inputs, outputs, calls)"] = total - sum(kinds.values())
     for kind, seconds in kinds.items():
         emit(benchmark="compiler_gpt_step_profile", kind=kind, ms=round(seconds * 1e3, 2),
-             share=round(seconds / total, 3), step_ms=round(total * 1e3, 2), gemm=pc.gemm_provider())
+             share=round(seconds / total, 3), step_ms=round(total * 1e3, 2), gemm=gemm)
 
 
 def torch_kind(name: str) -> str:
@@ -165,6 +166,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of 10 steps")
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--gemm", choices=("numpy", "mkl", "auto"), default="auto",
+                        help="compile(gemm=...) of the compiled side (auto: MKL if installed)")
     parser.add_argument("--profile", action="store_true",
                         help="also time each node of the compiled step")
     args, _ = parser.parse_known_args()
@@ -183,7 +186,8 @@ def main() -> None:
     pb.manual_seed(0)
     model = GPT(CONFIG)
     compiled = pc.compile(gpt_training_step(model, optim.AdamW(model.parameters(), lr=1e-3,
-                                                           weight_decay=0.1)), fullgraph=True)
+                                                           weight_decay=0.1)), fullgraph=True,
+                          gemm=args.gemm)
     pb_compile_s = compile_seconds(lambda: compiled(x, y))
     entry = compiled.entries[-1]
     for record in entry.report:
@@ -202,15 +206,13 @@ def main() -> None:
 
     sides = {"pullback_eager": lambda: eager(x, y), "pullback_compiled": lambda: compiled(x, y),
              "torch_eager": torch_step}
-    if pc.gemm_provider() == "mkl":
-        # the same compiled step with NumPy's GEMMs (what it runs without the mkl extra)
+    if args.gemm != "numpy" and pc.gemm_provider(args.gemm) == "mkl":
+        # the same compiled step with NumPy's GEMMs (compile's default)
         pb.manual_seed(0)
         numpy_model = GPT(CONFIG)
         numpy_gemm = pc.compile(gpt_training_step(numpy_model, optim.AdamW(
             numpy_model.parameters(), lr=1e-3, weight_decay=0.1)), fullgraph=True)
         compile_seconds(lambda: numpy_gemm(x, y))
-        numpy_entry = numpy_gemm.entries[-1]
-        numpy_entry.program = pc.lower(numpy_entry.graph)  # the ops' own product kernels
         sides["pullback_compiled_numpy_gemm"] = lambda: numpy_gemm(x, y)
     torch_compile_s = None
     if not args.no_torch_compile:
@@ -233,10 +235,10 @@ def main() -> None:
          pullback_traces=compiled.traces, nodes_traced=len(entry.traced_graph.nodes),
          nodes_compiled=len(entry.graph.nodes),
          torch_compile_s=None if torch_compile_s is None else round(torch_compile_s, 2),
-         pullback_gemm=pc.gemm_provider(), torch_gemm="mkl" if torch.backends.mkl.is_available() else
+         pullback_gemm=compiled.gemm, torch_gemm="mkl" if torch.backends.mkl.is_available() else
          "other", threads=OPTIONS.threads, clock=OPTIONS.clock)
     if args.profile:
-        profile_compiled(entry, [x, y], _clock())
+        profile_compiled(entry, [x, y], _clock(), compiled.gemm)
         profile_torch(torch, torch_step)
 
 

@@ -14,7 +14,7 @@ import pullback.compiler as pc
 from pullback.compiler import Node, _gemm
 from pullback.registry import get_op
 
-needs_mkl = pytest.mark.skipif(_gemm.provider() != "mkl",
+needs_mkl = pytest.mark.skipif(_gemm.provider("auto") != "mkl",
                                reason="MKL is not installed (pip install pullback-compiler[mkl])")
 
 
@@ -82,20 +82,29 @@ def test_linear_through_mkl_matches_numpy() -> None:
         np.testing.assert_allclose(linear(x, w, bias), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_without_mkl_products_run_their_own_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no MKL (or ``PULLBACK_GEMM=numpy``) a compiled program's products are the ops'
-    own kernels, so compiled results stay bit-identical to eager ones."""
-    monkeypatch.setattr(_gemm, "_loaded", [None])
-    assert _gemm.provider() == "numpy"
-    wrap = _gemm.faster_products("cpu")
-    for name in ("matmul", "nn.linear"):
-        kernel = get_op(name).kernel_for("cpu")
-        assert wrap(Node(name, (), {}, []), kernel) is kernel
+def test_compile_runs_numpy_products_unless_asked_and_says_which() -> None:
+    """By default a compiled program's products are the ops' own kernels (results as eager's,
+    bit for bit here); ``gemm`` is checked, and ``"mkl"`` without MKL is an ImportError."""
     f = pc.compile(lambda a, b: (a @ b) * 2.0 + 1.0)
+    assert f.gemm == "numpy"
     rng = np.random.default_rng(2)
     a, b = (pb.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((6, 5), (5, 4)))
     eager = f(a, b).array
     np.testing.assert_array_equal(f(a, b).array, eager)
+    with pytest.raises(ValueError, match="gemm must be one of"):
+        pc.compile(lambda a: a, gemm="openblas")
+
+
+def test_without_mkl_auto_is_numpy_and_mkl_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_gemm, "_loaded", [None])  # as where the mkl wheel is not installed
+    assert pc.gemm_provider("auto") == "numpy"
+    assert pc.compile(lambda a: a, gemm="auto").gemm == "numpy"
+    with pytest.raises(ImportError, match=r"pullback-compiler\[mkl\]"):
+        pc.compile(lambda a: a, gemm="mkl")
+    wrap = _gemm.faster_products("cpu")
+    for name in ("matmul", "nn.linear"):
+        kernel = get_op(name).kernel_for("cpu")
+        assert wrap(Node(name, (), {}, []), kernel) is kernel
 
 
 @needs_mkl
@@ -106,9 +115,10 @@ def test_run_graph_keeps_numpy_products_and_compile_uses_mkl() -> None:
     a, b = (pb.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((64, 48), (48, 40)))
     graph = pc.trace(lambda p, q: p @ q, a, b)
     np.testing.assert_array_equal(pc.run_graph(graph, a.array, b.array)[0], (a @ b).array)
-    fast = pc.lower(graph, _gemm.faster_products("cpu")).run([a.array, b.array])[0]
+    fast = pc.lower(graph, gemm="mkl").run([a.array, b.array])[0]
     np.testing.assert_array_equal(fast, _gemm.mkl_matmul(_gemm._mkl(), a.array, b.array))
-    f = pc.compile(lambda p, q: p @ q)
+    f = pc.compile(lambda p, q: p @ q, gemm="mkl")
+    assert f.gemm == "mkl"
     f(a, b)
     np.testing.assert_allclose(f(a, b).array, (a @ b).array, rtol=1e-5, atol=1e-5)
 
@@ -135,7 +145,7 @@ def test_compiled_step_with_mkl_matches_eager() -> None:
 
     eager_model, eager_step = make()
     model, step = make()
-    compiled = pc.compile(step)
+    compiled = pc.compile(step, gemm="mkl")
     for _ in range(3):
         expected, got = eager_step(x), compiled(x)
         np.testing.assert_allclose(got.array, expected.array, rtol=1e-5)

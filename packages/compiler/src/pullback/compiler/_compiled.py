@@ -26,7 +26,7 @@ from ._aot import AotProgram, partition
 from ._capture import Trace, run_traced
 from ._discover import Discovered, discover
 from ._executor import Program, lower
-from ._gemm import faster_products
+from ._gemm import provider
 from ._ir import Graph
 from ._pytree import flatten, static_key, unflatten
 from .errors import GraphBreakWarning, RecompileWarning
@@ -167,16 +167,18 @@ class CompiledFunction:
         traces: how many times the function was traced.
         trace_log: one line per trace: why it was traced.
         entries: the cached specialisations (``entries[-1].graph`` is the latest graph).
+        gemm: the library its programs' matrix products run on (``"numpy"`` or ``"mkl"``).
     """
 
     def __init__(self, fn: Callable[..., Any], *, fullgraph: bool = False,
-                 passes: Any = None, cache_limit: int = 8,
+                 passes: Any = None, cache_limit: int = 8, gemm: str = "numpy",
                  log: bool | Callable[[str], None] = False) -> None:
         if cache_limit < 1:
             raise ValueError(f"compile: cache_limit must be at least 1, got {cache_limit}")
         self._fn = fn
         self.fullgraph = fullgraph
         self.passes = passes
+        self.gemm = provider(gemm)
         self.cache_limit = cache_limit
         self._log = log
         self._cache: dict[Any, CompiledEntry | None] = {}
@@ -261,13 +263,12 @@ class CompiledFunction:
             backward, backward_report = optimize(cut.backward, self.passes)
             report += [{**r, "graph": "backward"} for r in backward_report]
             optimized = time.perf_counter()
-            program = lower(graph, faster_products(graph.device))
-            aot = AotProgram(cut, trace.joint, program,
-                             lower(backward, faster_products(backward.device)), backward)
+            program = lower(graph, gemm=self.gemm)
+            aot = AotProgram(cut, trace.joint, program, lower(backward, gemm=self.gemm), backward)
         else:
             graph, report = optimize(trace.graph, self.passes)
             optimized = time.perf_counter()
-            program = lower(graph, faster_products(graph.device))
+            program = lower(graph, gemm=self.gemm)
         done = time.perf_counter()
         self._cache[key] = CompiledEntry(trace, graph, program, report, {
             "trace_s": traced - start, "optimize_s": optimized - traced, "lower_s": done - optimized},
@@ -296,7 +297,8 @@ class CompiledFunction:
 
 
 def compile(fn: Callable[..., Any], *, fullgraph: bool = False, passes: Any = None,  # noqa: A001
-            cache_limit: int = 8, log: bool | Callable[[str], None] = False) -> CompiledFunction:
+            cache_limit: int = 8, log: bool | Callable[[str], None] = False,
+            gemm: str = "numpy") -> CompiledFunction:
     """Compile a function or Module: trace it on its first call, replay the optimized graph after.
 
     The first call with a new kind of input runs the function eagerly while tracing it (its
@@ -326,9 +328,12 @@ def compile(fn: Callable[..., Any], *, fullgraph: bool = False, passes: Any = No
         cache_limit: how many specialisations to keep before running new ones eagerly.
         log: ``True`` to log each trace to the ``pullback.compiler`` logger, or a callable
             taking the message.
+        gemm: the library of the replayed matrix products: ``"numpy"`` (the ops' own kernels:
+            results as eager's), ``"mkl"`` (Intel MKL from the ``mkl`` extra, faster on CPU,
+            rounded differently; ImportError without it) or ``"auto"`` (MKL where installed).
 
     Returns:
         A :class:`CompiledFunction`.
     """
     return CompiledFunction(fn, fullgraph=fullgraph, passes=passes, cache_limit=cache_limit,
-                            log=log)
+                            log=log, gemm=gemm)

@@ -75,11 +75,15 @@ class _Writer:
 
 
 def lower(graph: Graph, wrap: Callable[[Node, Callable[..., Any]], Callable[..., Any]] | None
-          = None) -> Program:
-    """Generate the replay function of ``graph``. ``wrap(node, kernel)``, when given, returns
-    what the program calls for ``node`` instead of ``kernel`` (a profiler's timer, say)."""
+          = None, gemm: str = "numpy") -> Program:
+    """Generate the replay function of ``graph``. ``gemm="mkl"`` runs its matrix products
+    through MKL (see :func:`pullback.compiler.compile`); ``wrap(node, kernel)``, when given,
+    returns what the program calls for ``node`` instead of ``kernel`` (a profiler's timer)."""
+    from ._gemm import faster_products
+
     w = _Writer()
     device = graph.device
+    products = faster_products(device) if gemm == "mkl" else None
     w.globals["asarray"] = get_backend(device).xp.asarray
     results = graph.result_values()
     keep = set(results)
@@ -95,6 +99,8 @@ def lower(graph: Graph, wrap: Callable[[Node, Callable[..., Any]], Callable[...,
         w.names[value] = w.bind(array, "k")
     for i, node in enumerate(graph.nodes):
         kernel, takes_attrs = kernel_for(node, device)
+        if products is not None:
+            kernel = products(node, kernel)
         if wrap is not None:
             kernel = wrap(node, kernel)
         call = _call(w, node, w.bind(kernel, "f"), takes_attrs)

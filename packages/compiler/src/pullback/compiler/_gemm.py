@@ -1,5 +1,10 @@
-"""The GEMM provider of compiled programs: Intel MKL's CBLAS when the optional ``mkl`` wheel is
-installed (``pip install pullback-compiler[mkl]``), else NumPy's ``matmul`` (OpenBLAS).
+"""The GEMM provider of compiled programs: NumPy's ``matmul`` (OpenBLAS), or with
+``compile(..., gemm="mkl")`` (or ``"auto"``) Intel MKL's CBLAS from the optional ``mkl`` wheel
+(``pip install pullback-compiler[mkl]``).
+
+NumPy's is the default because it keeps a compiled step's results eager's, bit for bit where
+the loops are exact: MKL rounds its sums differently, and float32 training amplifies that (200
+steps of the benchmark GPT end 6e-3 apart in relative loss, against the issue's 1e-5).
 
 Measured on this project's CPU (float32, one thread, CPU time, the GPT benchmark's linear-layer
 shapes): MKL's ``sgemm`` runs at about 155-160 GFLOP/s where NumPy's OpenBLAS reaches 125-140;
@@ -8,13 +13,13 @@ time than NumPy's loop of one BLAS call per matrix. GEMMs are about 70 % of a co
 (docs/compiler.md, "Where the time goes").
 
 MKL is found through the installed ``mkl`` distribution's files (or ``$PULLBACK_MKL``, a path
-to ``libmkl_rt``); ``PULLBACK_GEMM=numpy`` turns it off. It runs with pullback's thread count
+to ``libmkl_rt``). It runs with pullback's thread count
 (:func:`pullback.get_num_threads`): sequential MKL for one thread, else its OpenMP layer with
 threads that sleep as soon as a product ends (the default 200 ms of spinning would take a core
 from the elementwise kernels that run between the products). Products MKL does not take
 (integer or mixed dtypes, 1-D operands, empty products) go to NumPy; matrices with no unit
 stride are copied first. The results are MKL's roundings, not OpenBLAS's: equal to float32 /
-float64 tolerance, not in bits (``run_graph`` keeps NumPy's, to reproduce eager bit for bit).
+float64 tolerance, not in bits (``run_graph`` keeps NumPy's).
 """
 
 from __future__ import annotations
@@ -90,7 +95,7 @@ def _mkl() -> _Mkl | None:
     threads = get_num_threads()
     if not _loaded:
         mkl = None
-        path = None if os.environ.get("PULLBACK_GEMM", "auto") == "numpy" else _library_path()
+        path = _library_path()
         if path is not None:
             try:
                 mkl = _Mkl(ctypes.CDLL(path), threads)
@@ -103,9 +108,22 @@ def _mkl() -> _Mkl | None:
     return mkl
 
 
-def provider() -> str:
-    """Which library computes compiled programs' matrix products: ``"mkl"`` or ``"numpy"``."""
-    return "mkl" if _mkl() is not None else "numpy"
+GEMMS = ("numpy", "mkl", "auto")
+
+
+def provider(gemm: str = "auto") -> str:
+    """The library that ``compile(..., gemm=gemm)`` runs matrix products with: ``"mkl"`` or
+    ``"numpy"`` (``"auto"``: MKL where it is installed)."""
+    if gemm not in GEMMS:
+        raise ValueError(f"compile: gemm must be one of {', '.join(GEMMS)}, got {gemm!r}")
+    if gemm == "numpy":
+        return "numpy"
+    if _mkl() is not None:
+        return "mkl"
+    if gemm == "mkl":
+        raise ImportError("compile(gemm='mkl'): MKL was not found; pip install "
+                          "'pullback-compiler[mkl]' (or set $PULLBACK_MKL to libmkl_rt's path)")
+    return "numpy"
 
 
 def _operand(a: np.ndarray) -> tuple[int, int] | None:
@@ -206,8 +224,8 @@ def _linear(fallback: Callable[..., Any], mkl: _Mkl) -> Callable[..., Any]:
 def faster_products(device: str) -> Callable[[Any, Callable[..., Any]], Callable[..., Any]]:
     """A ``wrap`` for :func:`pullback.compiler.lower` that runs the graph's products (``matmul``,
     ``nn.linear`` and the products of ``compiler.matmul_epilogue`` nodes) through MKL where it
-    is installed (CPU), and leaves every other kernel as it is. :func:`compile` lowers with it;
-    :func:`run_graph` does not (it reproduces eager results bit for bit)."""
+    is installed (CPU), and leaves every other kernel as it is: what ``lower(graph,
+    gemm="mkl")`` applies (``compile(..., gemm="mkl")`` lowers so; ``run_graph`` never does)."""
     mkl = _mkl() if device == "cpu" else None
 
     def wrap(node: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
