@@ -15,8 +15,8 @@ from pullback import Tensor, nn
 from pullback.dispatch import apply
 from pullback.errors import ShapeError
 
-from ._ops import GRID_ROWS
 from ._logic import LogicTensor, Term, check_truth, expand_to, union_vars
+from ._ops import GRID_ROWS
 from .semantics import resolve
 
 
