@@ -206,3 +206,11 @@ def test_grid_rows_jvp_is_the_grid_of_the_tangent():
     _, tangent = func.jvp(lambda a: apply(_ops.GRID_ROWS, a, shape=(4, 3, 2), n_vars=2), (x,), (t,))
     np.testing.assert_array_equal(tangent.numpy(),
                                   np.broadcast_to(t.numpy(), (4, 3, 2)).reshape(12, 2))
+
+
+def test_grid_rows_share_the_terms_memory_only_as_a_tracked_view():
+    values = pb.tensor(np.random.default_rng(4).standard_normal((6, 2)))
+    same = apply(_ops.GRID_ROWS, values, shape=(6, 2), n_vars=1)  # nothing to broadcast
+    assert np.shares_memory(same.numpy(), values.numpy()) and same._base is values
+    grid = apply(_ops.GRID_ROWS, values.reshape(6, 1, 2), shape=(6, 3, 2), n_vars=2)
+    assert not np.shares_memory(grid.numpy(), values.numpy()) and grid._base is None

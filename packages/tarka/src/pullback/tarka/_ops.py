@@ -191,9 +191,10 @@ def _grid_rows_kernel(xp: Any) -> Any:
 
 
 # A term's individuals broadcast over the variables of a predicate's arguments and flattened to
-# one row per combination (the batch the predicate's model is called on).
-GRID_ROWS = Op("tarka.grid_rows", _grid_rows_kernel, save_inputs=False,
-               doc="x broadcast to shape, its first n_vars axes flattened into rows")
+# one row per combination (the batch the predicate's model is called on). Where nothing is
+# broadcast the rows are a view of the term (view/may_copy: in-place changes are then tracked).
+GRID_ROWS = Op("tarka.grid_rows", _grid_rows_kernel, save_inputs=False, view=True,
+               may_copy=True, doc="x broadcast to shape, its first n_vars axes flattened into rows")
 
 
 @GRID_ROWS.def_grad
