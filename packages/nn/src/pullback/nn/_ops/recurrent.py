@@ -135,7 +135,12 @@ def _recurrent_layer_backward_kernel(xp: Any) -> Any:
         gw_ih = dgi2.T @ x.reshape(flat, features) if needs[3] else None
         gw_hh = dgh2.T @ named["h_prev"].reshape(flat, width) if needs[4] else None
         gb_ih = dgi2.sum(axis=0) if needs[5] else None
-        gb_hh = dgh2.sum(axis=0) if needs[6] else None
+        if not needs[6]:
+            gb_hh = None
+        elif gb_ih is not None and grads["dgh"] is dgi:  # both biases sit outside the gates
+            gb_hh = gb_ih.copy()
+        else:
+            gb_hh = dgh2.sum(axis=0)
         gw_hr = None
         if w_hr is not None and needs[7]:
             gw_hr = grads["dproj"].reshape(flat, width).T @ named["h_raw"].reshape(flat, -1)
