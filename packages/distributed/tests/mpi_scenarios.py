@@ -68,6 +68,14 @@ def collectives() -> None:
     work.wait()
     assert work.is_completed()
     np.testing.assert_array_equal(base.numpy(), size * np.arange(12.0).reshape(3, 4) + sum(range(size)))
+    # synchronously, just after a contiguous float64 tensor went through the lean path: the
+    # view must still be sent down the general path (copied, reduced, copied back)
+    dense = pullback.tensor(np.ones(4))
+    dist.all_reduce(dense)
+    base = pullback.tensor(np.arange(12.0).reshape(3, 4) + rank)
+    dist.all_reduce(base.T)
+    np.testing.assert_array_equal(base.numpy(), size * np.arange(12.0).reshape(3, 4) + sum(range(size)))
+    np.testing.assert_array_equal(dense.numpy(), np.full(4, float(size)))
     # a sub-group of the first two ranks
     sub = dist.new_group([0, 1])
     t = pullback.tensor([1.0])

@@ -27,21 +27,22 @@ from ._group import ProcessGroup
 _NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
                                           np.int64, np.uint8, np.uint16, np.uint32, np.uint64))
 
-# The last array found fit for this path. Training reduces the same arrays again and again,
-# and checking one is a third of this path's own cost; the reference is weak, so the memo
-# keeps no memory alive (an ndarray's type, layout and dtype do not change while it lives).
-_last_fit: weakref.ref[np.ndarray] | None = None
+# The last array found fit for this path, and its dtype. Loops reduce the same arrays again
+# and again, and checking one is a third of this path's own cost; the reference is weak, so
+# the memo keeps no memory alive. An ndarray's type and layout stay as they are while it lives
+# (assigning .strides in place is deprecated); its .dtype can be reassigned, so it is compared.
+_last_fit: tuple[weakref.ref[np.ndarray], np.dtype] | None = None
 
 
 def _fit(array: np.ndarray) -> bool:
     """Whether MPI can reduce ``array`` in place as it is: a C-contiguous NumPy array of a
     dtype MPI adds natively."""
     global _last_fit
-    if _last_fit is not None and _last_fit() is array:
+    if _last_fit is not None and _last_fit[0]() is array and _last_fit[1] is array.dtype:
         return True
     if type(array) is not np.ndarray or not array.flags.c_contiguous or array.dtype not in _NATIVE:
         return False
-    _last_fit = weakref.ref(array)
+    _last_fit = (weakref.ref(array), array.dtype)
     return True
 
 
