@@ -10,6 +10,7 @@ PyTorch's time. Also printed: the losses of both sides from identical weights wi
     python benchmarks/nn_lstm.py                          # 2 threads, wall clock (the target)
     python benchmarks/nn_lstm.py --threads 1 --clock cpu  # work per step, on a busy machine
     python benchmarks/nn_lstm.py --parts                  # also the step's parts, one by one
+    python benchmarks/nn_lstm.py --kernels                # also nn's C kernels against NumPy's
 """
 
 from __future__ import annotations
@@ -159,7 +160,59 @@ def _parts(torch) -> None:
              threads=OPTIONS.threads, clock=OPTIONS.clock)
 
 
+def _kernels() -> None:
+    """pullback's C kernels of this step against the NumPy kernels they replace, on the same
+    arrays in one process (pullback only): log-softmax over the logits and its backward, and one
+    LSTM layer's forward and backward (the C step loop against the generic NumPy loop)."""
+    from pullback.nn._ops import _native, _native_recurrent, recurrent, softmax
+
+    rng = np.random.default_rng(2)
+    logits = rng.standard_normal((STEPS * BATCH, VOCAB)).astype(np.float32)
+    g = rng.standard_normal(logits.shape).astype(np.float32)
+    y = _native.log_softmax(logits, axis=1)
+    numpy_log_softmax = softmax._log_softmax_kernel(np).__wrapped__
+    x = rng.standard_normal((STEPS, BATCH, WIDTH)).astype(np.float32)
+    state = np.zeros((BATCH, WIDTH), np.float32)
+    weights = [(rng.standard_normal(shape) * 0.06).astype(np.float32)
+               for shape in ((4 * WIDTH, WIDTH), (4 * WIDTH, WIDTH), (4 * WIDTH,), (4 * WIDTH,))]
+    inputs = (x, state, state, *weights, None)
+    forward = recurrent._recurrent_layer_kernel(np)
+    backward = recurrent._recurrent_layer_backward_kernel(np)
+    out, saved = forward(*inputs, mode="LSTM")
+    g_out = rng.standard_normal(out.shape).astype(np.float32)
+    g_out[:STEPS, :, WIDTH:] = 0  # the layers return the cell state only at the end
+
+    def generic(run):  # the same call with the C loops declining
+        def call():
+            kept = _native_recurrent.lstm_forward, _native_recurrent.lstm_backward
+            _native_recurrent.lstm_forward = _native_recurrent.lstm_backward = \
+                lambda *a, **k: NotImplemented
+            try:
+                run()
+            finally:
+                _native_recurrent.lstm_forward, _native_recurrent.lstm_backward = kept
+        return call
+
+    lstm_forward = lambda: forward(*inputs, mode="LSTM")  # noqa: E731
+    lstm_backward = lambda: backward(g_out, out, *inputs, *saved, mode="LSTM")  # noqa: E731
+    kernels = {
+        "log_softmax_forward": (lambda: _native.log_softmax(logits, axis=1),
+                                lambda: numpy_log_softmax(logits, axis=1)),
+        "log_softmax_backward": (lambda: _native.log_softmax_backward(g, y, axis=1),
+                                 lambda: g - np.exp(y) * g.sum(axis=1, keepdims=True)),
+        "lstm_layer_forward": (lstm_forward, generic(lstm_forward)),
+        "lstm_layer_backward": (lstm_backward, generic(lstm_backward)),
+    }
+    for name, (native_fn, numpy_fn) in kernels.items():
+        ours, theirs = time_pair(native_fn, numpy_fn, warmup=2, repeats=5, block=3)
+        emit(benchmark=f"nn_lstm_kernel_{name}", c_ms=round(ours * 1e3, 3),
+             numpy_ms=round(theirs * 1e3, 3), ratio=round(ours / theirs, 3),
+             threads=OPTIONS.threads, clock=OPTIONS.clock, order=OPTIONS.order)
+
+
 if __name__ == "__main__":
     main()
     if "--parts" in sys.argv[1:]:
         _parts(torch_module())
+    if "--kernels" in sys.argv[1:]:
+        _kernels()
