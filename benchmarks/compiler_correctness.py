@@ -4,6 +4,7 @@ of the losses, against the tolerance (float32 1e-5, float64 1e-12).
 
     python benchmarks/compiler_correctness.py                    # float32, both models
     python benchmarks/compiler_correctness.py --dtype float64 --steps 200
+    python benchmarks/compiler_correctness.py --gemm mkl         # MKL's GEMMs (the mkl extra)
 """
 
 from __future__ import annotations
@@ -44,17 +45,17 @@ def mlp_run(dtype: str):
     return mlp_training_step(model, opt), batches
 
 
-def compare(name: str, make, dtype: str, steps: int) -> None:
+def compare(name: str, make, dtype: str, steps: int, gemm: str) -> None:
     eager_step, batches = make(dtype)
     compiled_step, _ = make(dtype)
-    compiled = pc.compile(compiled_step, fullgraph=True)
+    compiled = pc.compile(compiled_step, fullgraph=True, gemm=gemm)
     eager = np.array([eager_step(*batches[i % len(batches)]).item() for i in range(steps)])
     got = np.array([compiled(*batches[i % len(batches)]).item() for i in range(steps)])
     worst = float(np.max(np.abs(got - eager) / np.abs(eager)))
     emit(benchmark="compiler_correctness", model=name, dtype=dtype, steps=steps,
          max_relative_loss_difference=worst, tolerance=TOLERANCE[dtype],
          within_tolerance=worst <= TOLERANCE[dtype], first_loss=float(eager[0]),
-         last_loss=float(eager[-1]), traces=compiled.traces)
+         last_loss=float(eager[-1]), traces=compiled.traces, gemm=compiled.gemm)
 
 
 def main() -> None:
@@ -62,10 +63,12 @@ def main() -> None:
     parser.add_argument("--dtype", choices=sorted(TOLERANCE), default="float32")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--models", default="gpt,mlp")
+    parser.add_argument("--gemm", choices=("numpy", "mkl", "auto"), default="numpy",
+                        help="compile(gemm=...): the compiled side's matrix products")
     args = parser.parse_args()
     runs = {"gpt": gpt_run, "mlp": mlp_run}
     for name in args.models.split(","):
-        compare(name, runs[name], args.dtype, args.steps)
+        compare(name, runs[name], args.dtype, args.steps, args.gemm)
 
 
 if __name__ == "__main__":

@@ -151,3 +151,24 @@ def test_compiled_step_with_mkl_matches_eager() -> None:
         np.testing.assert_allclose(got.array, expected.array, rtol=1e-5)
     for p, q in zip(model.parameters(), eager_model.parameters()):
         np.testing.assert_allclose(p.grad.array, q.grad.array, rtol=1e-4, atol=1e-6)
+
+
+@needs_mkl
+def test_large_products_split_over_the_threads_match_numpy() -> None:
+    """With two threads a large product runs as row blocks (a stack as blocks of matrices)."""
+    rng = np.random.default_rng(5)
+    cases = [(rng.standard_normal((300, 200)).astype(np.float32),
+              rng.standard_normal((150, 200)).astype(np.float32).T),
+             (rng.standard_normal((200, 301)).astype(np.float32).T,
+              rng.standard_normal((200, 90)).astype(np.float32)),
+             (rng.standard_normal((33, 64, 40)), rng.standard_normal((33, 40, 64)))]
+    threads = pb.get_num_threads()
+    pb.set_num_threads(2)
+    try:
+        for x, y in cases:
+            got = _gemm.mkl_matmul(_gemm._mkl(), x, y)
+            expected = np.matmul(x.astype(np.float64), y.astype(np.float64))
+            np.testing.assert_allclose(got, expected, rtol=0,
+                                       atol=2e-5 * np.abs(expected).max())
+    finally:
+        pb.set_num_threads(threads)

@@ -13,10 +13,11 @@ time than NumPy's loop of one BLAS call per matrix. GEMMs are about 70 % of a co
 (docs/compiler.md, "Where the time goes").
 
 MKL is found through the installed ``mkl`` distribution's files (or ``$PULLBACK_MKL``, a path
-to ``libmkl_rt``). It runs with pullback's thread count
-(:func:`pullback.get_num_threads`): sequential MKL for one thread, else its OpenMP layer with
-threads that sleep as soon as a product ends (the default 200 ms of spinning would take a core
-from the elementwise kernels that run between the products). Products MKL does not take
+to ``libmkl_rt``). MKL runs sequential: with more threads (:func:`pullback.get_num_threads`) a
+large product is split by rows over pullback's own thread pool (:func:`pullback.native.run_rows`),
+as its fused loops are. MKL's OpenMP layer would start a second runtime's threads next to
+OpenBLAS's and PyTorch's: measured at 2 threads on 2 cores, it made the compiled GPT step 1.9x
+slower and slowed the eager steps beside it. Products MKL does not take
 (integer or mixed dtypes, 1-D operands, empty products) go to NumPy; matrices with no unit
 stride are copied first. The results are MKL's roundings, not OpenBLAS's: equal to float32 /
 float64 tolerance, not in bits (``run_graph`` keeps NumPy's).
@@ -32,8 +33,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pullback import native
+
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-_SEQUENTIAL, _INTEL = 1, 0  # MKL_THREADING_SEQUENTIAL, MKL_THREADING_INTEL
+_SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL
 
 
 def _library_path() -> str | None:
@@ -53,18 +56,9 @@ def _library_path() -> str | None:
 class _Mkl:
     """``cblas_?gemm`` and ``cblas_?gemm_batch`` of one loaded ``libmkl_rt``."""
 
-    def __init__(self, library: ctypes.CDLL, threads: int) -> None:
-        self.library = library
+    def __init__(self, library: ctypes.CDLL) -> None:
         library.MKL_Set_Threading_Layer.argtypes = [ctypes.c_int]
-        library.MKL_Set_Threading_Layer(_SEQUENTIAL if threads == 1 else _INTEL)
-        if threads > 1:
-            # the OpenMP layer's runtime, loaded by MKL: its threads sleep right after a product
-            try:
-                ctypes.CDLL("libiomp5.so", mode=ctypes.RTLD_GLOBAL).kmp_set_blocktime(0)
-            except (OSError, AttributeError):
-                pass
-        self.threads = 0
-        self.set_threads(threads)
+        library.MKL_Set_Threading_Layer(_SEQUENTIAL)
         self.gemm: dict[str, Any] = {}
         self.batch: dict[str, Any] = {}
         for dtype, c_type, prefix in (("float32", ctypes.c_float, "s"),
@@ -80,32 +74,21 @@ class _Mkl:
                                                                        ctypes.c_void_p]
             self.batch[dtype] = batch
 
-    def set_threads(self, threads: int) -> None:
-        if threads != self.threads:
-            self.library.MKL_Set_Num_Threads(ctypes.c_int(threads))
-            self.threads = threads
-
 
 _loaded: list[_Mkl | None] = []  # empty until MKL was looked for
 
 
 def _mkl() -> _Mkl | None:
-    from pullback import get_num_threads
-
-    threads = get_num_threads()
     if not _loaded:
         mkl = None
         path = _library_path()
         if path is not None:
             try:
-                mkl = _Mkl(ctypes.CDLL(path), threads)
+                mkl = _Mkl(ctypes.CDLL(path))
             except (OSError, AttributeError):
                 mkl = None
         _loaded.append(mkl)
-    mkl = _loaded[0]
-    if mkl is not None:
-        mkl.set_threads(threads)
-    return mkl
+    return _loaded[0]
 
 
 GEMMS = ("numpy", "mkl", "auto")
@@ -183,21 +166,34 @@ def mkl_matmul(mkl: _Mkl, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     x, trans_x, ldx = _matrix(x)
     y, trans_y, ldy = _matrix(y)
     rows = x.shape[-2]
+    item = out.itemsize
     if not batch:
-        mkl.gemm[dtype.name](_ROW_MAJOR, trans_x, trans_y, rows, n, k, 1.0, x.ctypes.data, ldx,
-                             y.ctypes.data, ldy, 0.0, out.ctypes.data, n)
+        gemm, xp, yp, cp = mkl.gemm[dtype.name], x.ctypes.data, y.ctypes.data, out.ctypes.data
+        # row i of x starts i rows (no transpose) or i elements (transposed) in
+        x_row = ldx * item if trans_x == _NO_TRANS else item
+
+        def row_block(lo: int, hi: int) -> None:
+            gemm(_ROW_MAJOR, trans_x, trans_y, hi - lo, n, k, 1.0, xp + lo * x_row, ldx, yp, ldy,
+                 0.0, cp + lo * n * item, n)
+
+        native.run_rows(row_block, rows, n * k)
         return out.reshape(out_lead + (n,))
-    # One group of equal products: the matrices' addresses in three arrays.
+    # One group of equal products per call: the matrices' addresses in three arrays.
     a, b = _pointers(x, batch), _pointers(y, batch)
-    c = out.ctypes.data + np.arange(a.size, dtype=np.int64) * (rows * n * out.itemsize)
-    ints = [np.array([v], dtype=np.intc) for v in (trans_x, trans_y, rows, n, k, ldx, ldy, n,
-                                                    a.size)]
+    c = out.ctypes.data + np.arange(a.size, dtype=np.int64) * (rows * n * item)
+    ints = [np.array([v], dtype=np.intc) for v in (trans_x, trans_y, rows, n, k, ldx, ldy, n)]
     ones = np.array([1.0, 0.0], dtype=dtype)
-    mkl.batch[dtype.name](_ROW_MAJOR, ints[0].ctypes.data, ints[1].ctypes.data,
-                          ints[2].ctypes.data, ints[3].ctypes.data, ints[4].ctypes.data,
-                          ones[:1].ctypes.data, a.ctypes.data, ints[5].ctypes.data,
-                          b.ctypes.data, ints[6].ctypes.data, ones[1:].ctypes.data,
-                          c.ctypes.data, ints[7].ctypes.data, 1, ints[8].ctypes.data)
+    batch_gemm = mkl.batch[dtype.name]
+
+    def matrix_block(lo: int, hi: int) -> None:
+        size = np.array([hi - lo], dtype=np.intc)
+        batch_gemm(_ROW_MAJOR, ints[0].ctypes.data, ints[1].ctypes.data, ints[2].ctypes.data,
+                   ints[3].ctypes.data, ints[4].ctypes.data, ones[:1].ctypes.data,
+                   a[lo:].ctypes.data, ints[5].ctypes.data, b[lo:].ctypes.data,
+                   ints[6].ctypes.data, ones[1:].ctypes.data, c[lo:].ctypes.data,
+                   ints[7].ctypes.data, 1, size.ctypes.data)
+
+    native.run_rows(matrix_block, a.size, rows * n * k)
     return out
 
 
