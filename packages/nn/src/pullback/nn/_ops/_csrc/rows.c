@@ -302,19 +302,28 @@ static double row_sum64(const double *x, int64_t n, int exp_shift, double m) {
     return s;
 }
 
-/* max over a float32 row, NaN skipped: row_max_scaled's loop without its scale and mask, which
- * measured 3.5x slower on 10,000-wide rows. */
+/* max over a float32 row, NaN skipped (x > m is false for NaN). Written with GCC/clang vector
+ * types: gcc 12 leaves the array-of-lanes form of this loop scalar (one maxss per element),
+ * measured 4.9 against 3.3 ms on 700 rows of 10,000. */
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef int32_t i32x16 __attribute__((vector_size(64)));
+
 static float row_max32(const float *x, int64_t n) {
-    float acc[LANES];
-    for (int k = 0; k < LANES; k++) acc[k] = -__builtin_inff();
+    f32x16 acc;
+    for (int k = 0; k < 16; k++) acc[k] = -__builtin_inff();
     int64_t j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int k = 0; k < LANES; k++) acc[k] = x[j + k] > acc[k] ? x[j + k] : acc[k];
+    for (; j + 16 <= n; j += 16) {
+        f32x16 v;
+        memcpy(&v, x + j, sizeof v);
+        i32x16 greater = v > acc; /* all ones where v > acc */
+        acc = (f32x16)(((i32x16)v & greater) | ((i32x16)acc & ~greater));
+    }
     float m = -__builtin_inff();
-    for (int k = 0; k < LANES; k++) m = acc[k] > m ? acc[k] : m;
+    for (int k = 0; k < 16; k++) m = acc[k] > m ? acc[k] : m;
     for (; j < n; j++) m = x[j] > m ? x[j] : m;
     return m;
 }
+
 static double row_sum_exp64(const double *x, int64_t n, double m) { return row_sum64(x, n, 1, m); }
 static double row_sum_f64(const double *x, int64_t n) { return row_sum64(x, n, 0, 0.0); }
 
