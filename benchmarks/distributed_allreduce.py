@@ -2,9 +2,13 @@
 1 KB to 64 MB (float32, sum, in place), two processes (one per core). Target: pullback's
 bandwidth at least 0.95 of mpi4py's at every size.
 
-Three sides reduce in place (MPI_IN_PLACE), each on its own communicator:
+Four sides reduce in place (MPI_IN_PLACE), each on its own communicator:
 
-- ``pullback``: ``dist.all_reduce(t)`` (synchronous, with the group's timeout);
+- ``pullback``: ``dist.all_reduce(t)`` on the world, ``on_timeout="raise"`` (synchronous, a
+  non-blocking all-reduce completed by a timed poll; past the timeout, a catchable error);
+- ``pullback_abort``: ``dist.all_reduce(t, group=g)`` on a group of every rank made with
+  ``on_timeout="abort"`` (MPI's blocking all-reduce under the group's watchdog thread, which
+  ends the job past the timeout);
 - ``mpi4py``: the blocking ``comm.Allreduce(MPI.IN_PLACE, a)``, what a user of raw mpi4py
   writes, and the reference of the target;
 - ``mpi4py_nonblocking``: ``comm.Iallreduce(MPI.IN_PLACE, a).Wait()``: the collective
@@ -13,10 +17,12 @@ Three sides reduce in place (MPI_IN_PLACE), each on its own communicator:
 
 Built for a loaded machine: the sides are interleaved within every repetition (a block of
 calls each, after a barrier, in an order rotated from one repetition to the next), so a slow
-spell of the machine hits all three alike, and each size is timed over many repetitions.
+spell of the machine hits all four alike, and each size is timed over many repetitions.
 For each size the benchmark prints the median time per call of each side with its spread
 (25th to 75th percentile over the repetitions), and the bandwidth ratio as the median of the
-per-repetition ratios (pullback's time over the reference's, inverted), with its spread too.
+per-repetition ratios (pullback's time over the reference's, inverted), with its spread too:
+``bandwidth_ratio`` and ``ratio_to_nonblocking`` for ``pullback``, ``abort_bandwidth_ratio``
+and ``abort_ratio_to_nonblocking`` for ``pullback_abort``.
 Bus bandwidth is 2 (n - 1) / n * bytes / time, the usual all-reduce figure. Every line
 carries the 1-minute load average when the size started.
 
@@ -34,7 +40,7 @@ import time
 from _mpi_launch import relaunch_under_mpiexec
 
 SIZES = [2**k for k in range(10, 27, 2)]  # 1 KB .. 64 MB
-SIDES = ("pullback", "mpi4py", "mpi4py_nonblocking")
+SIDES = ("pullback", "pullback_abort", "mpi4py", "mpi4py_nonblocking")
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -66,17 +72,20 @@ def main() -> None:
     import pullback
     from pullback import distributed as dist
 
-    dist.init_process_group("mpi", timeout=600)
+    dist.init_process_group("mpi", timeout=600, on_timeout="raise")
+    aborting = dist.new_group(on_timeout="abort")
     blocking_comm, nonblocking_comm = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     n, rank = blocking_comm.Get_size(), blocking_comm.Get_rank()
 
     def side_calls(nbytes: int) -> dict:
         count = nbytes // 4
-        ours, raw, raw_nb = pullback.ones(count), np.ones(count, np.float32), np.ones(
-            count, np.float32)
+        ours, ours_abort = pullback.ones(count), pullback.ones(count)
+        raw, raw_nb = np.ones(count, np.float32), np.ones(count, np.float32)
 
         # Values grow by n per call; refilled after every block so that no side overflows.
         return {"pullback": (lambda: dist.all_reduce(ours), ours.array),
+                "pullback_abort": (lambda: dist.all_reduce(ours_abort, group=aborting),
+                                   ours_abort.array),
                 "mpi4py": (lambda: blocking_comm.Allreduce(MPI.IN_PLACE, raw), raw),
                 "mpi4py_nonblocking": (lambda: nonblocking_comm.Iallreduce(MPI.IN_PLACE,
                                                                            raw_nb).Wait(), raw_nb)}
@@ -90,7 +99,8 @@ def main() -> None:
                 fn()
             times: dict[str, list[float]] = {s: [] for s in SIDES}
             for rep in range(reps):
-                order = SIDES[rep % 3:] + SIDES[:rep % 3]
+                shift = rep % len(SIDES)
+                order = SIDES[shift:] + SIDES[:shift]
                 for side in order:
                     fn, array = sides[side]
                     blocking_comm.Barrier()
@@ -110,14 +120,16 @@ def main() -> None:
                 row[f"{side}_us_iqr"] = [round(q1 * 1e6, 2), round(q3 * 1e6, 2)]
             row["pullback_gbps"] = round(2 * (n - 1) / n * nbytes / statistics.median(
                 times["pullback"]) / 1e9, 3)
-            for ref, key in (("mpi4py", "bandwidth_ratio"),
-                             ("mpi4py_nonblocking", "ratio_to_nonblocking")):
-                ratios = [r / p for p, r in zip(times["pullback"], times[ref])]
-                q1, med, q3 = _quartiles(ratios)
-                row[key] = round(med, 3)
-                row[f"{key}_iqr"] = [round(q1, 3), round(q3, 3)]
+            for ours, prefix in (("pullback", ""), ("pullback_abort", "abort_")):
+                for ref, key in (("mpi4py", "bandwidth_ratio"),
+                                 ("mpi4py_nonblocking", "ratio_to_nonblocking")):
+                    ratios = [r / p for p, r in zip(times[ours], times[ref])]
+                    q1, med, q3 = _quartiles(ratios)
+                    row[prefix + key] = round(med, 3)
+                    row[f"{prefix}{key}_iqr"] = [round(q1, 3), round(q3, 3)]
             row["target_ratio"] = 0.95
             row["meets_target"] = row["bandwidth_ratio"] >= 0.95
+            row["abort_meets_target"] = row["abort_bandwidth_ratio"] >= 0.95
             emit(**row)
     dist.destroy_process_group()
 

@@ -5,10 +5,12 @@ concatenated batch) and exits non-zero with a message if they differ. Not collec
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -21,8 +23,33 @@ from pullback import nn, optim
 DTYPES = ["float32", "float64", "int64", "float16", "bfloat16"]
 
 
-def collectives() -> None:
-    dist.init_process_group("mpi", timeout=60)
+class _RecordingComm:
+    """The world's communicator, counting its blocking and non-blocking all-reduce calls."""
+
+    def __init__(self, comm) -> None:
+        self.comm, self.calls = comm, {"Allreduce": 0, "Iallreduce": 0}
+
+    def __getattr__(self, name):  # every other call, unchanged
+        return getattr(self.comm, name)
+
+    def Allreduce(self, *args, **kwargs):
+        self.calls["Allreduce"] += 1
+        return self.comm.Allreduce(*args, **kwargs)
+
+    def Iallreduce(self, *args, **kwargs):
+        self.calls["Iallreduce"] += 1
+        return self.comm.Iallreduce(*args, **kwargs)
+
+
+def collectives(expected_mode: str = "raise") -> None:
+    """Every collective against NumPy's answer. The timeout mode comes from the environment
+    (PULLBACK_DISTRIBUTED_ON_TIMEOUT) and must be ``expected_mode``; the report carries a digest
+    of every all_reduce result (equal between the modes) and what the lean path called."""
+    world = dist.init_process_group("mpi", timeout=60)
+    assert world.on_timeout == expected_mode, (world.on_timeout, expected_mode)
+    recorder = _RecordingComm(world.lean_mpi.comm)
+    world.lean_mpi.comm = recorder
+    digest = hashlib.sha256()
     rank, size = dist.get_rank(), dist.get_world_size()
     rng = lambda r: np.random.default_rng(100 + r)  # noqa: E731 - every rank's data, everywhere
     for dtype in DTYPES:
@@ -34,6 +61,7 @@ def collectives() -> None:
                 continue
             t = pullback.tensor(mine[rank].copy())
             dist.all_reduce(t, op=op)
+            digest.update(t.numpy().tobytes())
             expected = ref(np.stack([m.astype(np.float64) for m in mine]), axis=0)
             tol = {"float16": 2e-2, "bfloat16": 5e-2}.get(dtype, 1e-6)
             np.testing.assert_allclose(t.numpy().astype(np.float64), expected, rtol=tol,
@@ -90,7 +118,10 @@ def collectives() -> None:
         else:
             raise AssertionError("a non-member's collective must fail")
     dist.barrier()
-    print(json.dumps({"rank": rank, "ok": True}), flush=True)
+    watchdogs = [t.name for t in threading.enumerate()
+                 if t.name.startswith("pullback-distributed-watchdog")]
+    print(json.dumps({"rank": rank, "ok": True, "digest": digest.hexdigest(),
+                      **recorder.calls, "watchdogs": watchdogs}), flush=True)
 
 
 class _WithUnusedBranch(nn.Module):
@@ -186,14 +217,25 @@ def unused_error() -> None:
     raise AssertionError("an unused parameter must be an error")
 
 
-def dead_rank(timeout: str, path: str) -> None:
-    """Rank 1 dies; rank 0's next all_reduce must raise the timeout naming it, on the lean path
-    of a synchronous all_reduce (_fastpath) or on the general one (async work)."""
-    dist.init_process_group("mpi", timeout=float(timeout))
+def dead_rank(timeout: str, path: str, on_timeout: str = "raise",
+              thread_level: str = "multiple") -> None:
+    """Rank 1 dies; rank 0's next all_reduce must raise the timeout naming it (on_timeout
+    "raise"), on the lean path of a synchronous all_reduce (_fastpath) or on the general one
+    (async work); with "abort" it must end the job, printing the error, and never return."""
+    import mpi4py
+
+    mpi4py.rc.thread_level = thread_level  # before MPI starts (in init_process_group)
+    dist.init_process_group("mpi", timeout=float(timeout), on_timeout=on_timeout)
     t = pullback.ones(4)
     dist.all_reduce(t)  # everyone is here
     if dist.get_rank() == 1:
         os.kill(os.getpid(), signal.SIGKILL)
+    from mpi4py import MPI
+
+    levels = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled",
+              MPI.THREAD_SERIALIZED: "serialized", MPI.THREAD_MULTIPLE: "multiple"}
+    print(json.dumps({"rank": 0, "waiting_since": time.monotonic(),
+                      "thread_level": levels[MPI.Query_thread()]}), flush=True)
     start = time.monotonic()
     try:
         if path == "lean":
@@ -206,6 +248,7 @@ def dead_rank(timeout: str, path: str) -> None:
         print(json.dumps({"rank": dist.get_rank(), "error": str(exc), "raised_in": raised_in,
                           "seconds": time.monotonic() - start}), flush=True)
         raise
+    print(json.dumps({"rank": dist.get_rank(), "returned": True}), flush=True)
 
 
 def checkpoint(phase: str, path: str, steps: str) -> None:

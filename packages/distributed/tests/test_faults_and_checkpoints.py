@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ def test_a_dead_rank_is_named_within_the_timeout(launch, path):
     result = launch(2, "dead_rank", "3", path, flags=("-disable-auto-cleanup",), timeout=120,
                     survive_launcher=True)
     reports = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", result.stdout)]
-    survivor = next(r for r in reports if r["rank"] == 0)
+    survivor = next(r for r in reports if "error" in r)
     # A synchronous all_reduce of a contiguous float32 tensor takes the lean path, and its own
     # wait raises the timeout; async work waits on the general path.
     assert ("_fastpath.py" in survivor["raised_in"].split()) == (path == "lean"), survivor
@@ -26,6 +27,25 @@ def test_a_dead_rank_is_named_within_the_timeout(launch, path):
     assert "rank 1 has died" in survivor["error"], survivor
     assert "all_reduce" in survivor["error"] and "within 3 s" in survivor["error"], survivor
     assert 3.0 <= survivor["seconds"] < 20.0, survivor
+
+
+@pytest.mark.parametrize("path, thread_level", [("lean", "multiple"), ("lean", "serialized"),
+                                                ("general", "multiple")])
+def test_abort_mode_ends_the_job_naming_the_dead_rank(launch, path, thread_level):
+    timeout = 3.0
+    result = launch(2, "dead_rank", str(timeout), path, "abort", thread_level,
+                    flags=("-disable-auto-cleanup",), timeout=120, survive_launcher=True)
+    ended = time.monotonic()  # CLOCK_MONOTONIC: the same clock as the ranks'
+    reports = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", result.stdout)]
+    survivor = next(r for r in reports if "waiting_since" in r)
+    assert survivor["thread_level"] == thread_level, survivor
+    assert not any("returned" in r or "error" in r for r in reports), reports
+    assert result.returncode != 0, result
+    line = ("DistributedTimeoutError: all_reduce(op='sum') did not complete within 3 s on rank "
+            "0: rank 1 has died; ending the job (on_timeout='abort')")
+    assert line in result.stderr.splitlines(), result.stderr[-3000:]
+    # The watchdog wakes every 0.3 s here; the rest is MPI's and the launcher's teardown.
+    assert timeout <= ended - survivor["waiting_since"] < timeout + 10, (survivor, ended)
 
 
 @pytest.mark.parametrize("resume_on", [1, 4])
@@ -80,5 +100,16 @@ def test_errors_before_init_and_for_bad_arguments():
         dist.get_rank()
     with pytest.raises(ValueError, match="backend"):
         dist.init_process_group("gloo")
+    with pytest.raises(ValueError, match=r"on_timeout must be one of \('raise', 'abort'\), got 'exit'"):
+        dist.init_process_group(on_timeout="exit")
+
+
+def test_a_bad_timeout_mode_in_the_environment_is_an_error_naming_the_variable(monkeypatch):
+    from pullback import distributed as dist
+
+    monkeypatch.setenv("PULLBACK_DISTRIBUTED_ON_TIMEOUT", "Abort")
+    with pytest.raises(ValueError, match="PULLBACK_DISTRIBUTED_ON_TIMEOUT must be one of .*'Abort'"):
+        dist.init_process_group()
+    assert not dist.is_initialized()
     with pytest.raises(ValueError, match="rank 5"):
         dist.DistributedSampler(range(4), num_replicas=2, rank=5)

@@ -1,7 +1,10 @@
 """Process groups: the world made by :func:`init_process_group`, and sub-groups.
 
-A group wraps one communication backend over a set of global ranks. Every collective goes
-through :meth:`ProcessGroup.wait`, so every one of them has the group's timeout.
+A group wraps one communication backend over a set of global ranks. Every collective has the
+group's timeout: the general path's waits go through :meth:`ProcessGroup.wait`, and the lean
+all-reduce path (:mod:`pullback.distributed._fastpath`) either polls with the timeout (on_timeout
+"raise") or blocks in MPI under the group's :class:`~pullback.distributed._watchdog.Watchdog`
+("abort").
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from .errors import DistributedError
 
 BACKENDS = ("mpi", "nccl")
 DEFAULT_TIMEOUT = timedelta(minutes=30)  # torch.distributed's default
+# What a collective past its timeout does: raise a catchable DistributedTimeoutError, or print
+# it and end the job (torch's NCCL watchdog with TORCH_NCCL_ASYNC_ERROR_HANDLING).
+ON_TIMEOUT = ("raise", "abort")
+ON_TIMEOUT_VARIABLE = "PULLBACK_DISTRIBUTED_ON_TIMEOUT"
 
 # Environment variables by which MPI launchers (and Slurm) tell a process its rank and size.
 _LAUNCHER_VARIABLES = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
@@ -41,11 +48,15 @@ class ProcessGroup:
         rank: this process's rank in the group (-1 if it is not a member).
         size: the number of members.
         timeout: seconds a collective may take before it is an error.
+        on_timeout: ``"raise"`` (a collective past the timeout raises DistributedTimeoutError)
+            or ``"abort"`` (it prints that error on stderr and ends the job).
     """
 
     def __init__(self, comm: Any, ranks: list[int], global_rank: int, timeout: float,
-                 peers: list[_watchdog.Peer], backend: str = "mpi", device_index: int = 0) -> None:
+                 peers: list[_watchdog.Peer], backend: str = "mpi", device_index: int = 0,
+                 on_timeout: str = "raise") -> None:
         self.ranks, self.timeout, self._peers = ranks, timeout, peers
+        self.on_timeout = on_timeout
         self.global_rank = global_rank
         self.rank = ranks.index(global_rank) if global_rank in ranks else -1
         self.size = len(ranks)
@@ -55,15 +66,22 @@ class ProcessGroup:
         # The MPI backend of a healthy CPU group this process belongs to: what the lean
         # all-reduce path (_fastpath) runs on; None sends every call down the general path.
         self.lean_mpi: MPIBackend | None = None
+        # In abort mode, the thread that watches the lean path's blocking all-reduces (None
+        # in raise mode: the lean path then polls a non-blocking one with the timeout).
+        self.watchdog: _watchdog.Watchdog | None = None
         if self.rank >= 0:
             mpi = MPIBackend(comm)
             self._impl = NCCLBackend(mpi, device_index) if backend == "nccl" else mpi
             self._mpi = mpi
             self.lean_mpi = mpi if backend == "mpi" else None
+            if on_timeout == "abort" and self.lean_mpi is not None:
+                self.watchdog = _watchdog.Watchdog(
+                    timeout, lambda what: self._end_job(what, from_main_thread=False),
+                    f"pullback-distributed-watchdog(ranks={ranks})")
 
     def __repr__(self) -> str:
         return (f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks}, rank={self.rank}, "
-                f"timeout={self.timeout:g})")
+                f"timeout={self.timeout:g}, on_timeout={self.on_timeout!r})")
 
     def impl(self, what: str) -> Any:
         """The backend, for a member; a clear error otherwise."""
@@ -82,12 +100,27 @@ class ProcessGroup:
 
     def timed_out(self, what: str) -> None:
         """Raise the DistributedTimeoutError of ``what`` naming the dead ranks, and mark the
-        group (and the job) broken: the dead peer's collective can never complete."""
+        group (and the job) broken: the dead peer's collective can never complete. In abort
+        mode, print that error and end the job instead."""
+        if self.on_timeout == "abort":
+            self._end_job(what, from_main_thread=True)
         self.broken = True
         self.lean_mpi = None
         _mark_broken()
-        raise _watchdog.timeout_error(what, self.timeout, [self._peers[r] for r in self.ranks],
-                                      self._peers[self.global_rank])
+        raise self._timeout_error(what)
+
+    def _timeout_error(self, what: str) -> Exception:
+        return _watchdog.timeout_error(what, self.timeout, [self._peers[r] for r in self.ranks],
+                                       self._peers[self.global_rank])
+
+    def _end_job(self, what: str, from_main_thread: bool) -> None:
+        error = self._timeout_error(what)
+        _watchdog.end_job(f"{type(error).__name__}: {error}; ending the job "
+                          "(on_timeout='abort')", self._mpi.comm, from_main_thread)
+
+    def stop_watchdog(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.stop()
 
     def all_gather_object(self, obj: Any) -> list[Any]:
         """Small Python values from every member (over MPI, blocking)."""
@@ -120,8 +153,20 @@ def _seconds(timeout: Any) -> float:
     return seconds
 
 
+def _on_timeout(value: str | None, what: str) -> str:
+    """``value``, or the environment's choice when None ("raise" if unset), checked."""
+    source = "on_timeout"
+    if value is None:
+        value = os.environ.get(ON_TIMEOUT_VARIABLE, "raise")
+        source = ON_TIMEOUT_VARIABLE
+    if value not in ON_TIMEOUT:
+        raise ValueError(f"{what}: {source} must be one of {ON_TIMEOUT}, got {value!r}")
+    return value
+
+
 def init_process_group(backend: str = "mpi", timeout: Any = DEFAULT_TIMEOUT,
-                       device_index: int | None = None) -> ProcessGroup:
+                       device_index: int | None = None,
+                       on_timeout: str | None = None) -> ProcessGroup:
     """Join the processes that the launcher started (``mpiexec -n K python train.py``, Slurm's
     ``srun``) into the world group.
 
@@ -132,11 +177,18 @@ def init_process_group(backend: str = "mpi", timeout: Any = DEFAULT_TIMEOUT,
             collective raises a DistributedTimeoutError naming the ranks that died.
         device_index: the GPU of this process with ``"nccl"`` (default: the local rank modulo
             the number of GPUs).
+        on_timeout: what a collective past the timeout does. ``"raise"``: raise the
+            DistributedTimeoutError (catchable; every collective waits with a timed poll).
+            ``"abort"``: print it on stderr and end the whole job with exit code 1 (MPI_Abort);
+            synchronous all-reduces then run MPI's faster blocking call under a watchdog
+            thread. None (default): the environment variable
+            ``PULLBACK_DISTRIBUTED_ON_TIMEOUT``, else ``"raise"``. Sub-groups inherit it.
     """
     global _WORLD
     if backend not in BACKENDS:
         raise ValueError(f"init_process_group: backend must be one of {BACKENDS}, "
                          f"got {backend!r}")
+    mode = _on_timeout(on_timeout, "init_process_group")
     if _WORLD is not None:
         raise DistributedError("init_process_group: the default process group is already "
                                "initialized (call destroy_process_group first)")
@@ -147,7 +199,7 @@ def init_process_group(backend: str = "mpi", timeout: Any = DEFAULT_TIMEOUT,
         local = [p for p in peers if p.host == peers[world.rank].host].index(peers[world.rank])
         device_index = local
     _WORLD = ProcessGroup(world.comm, list(range(world.size)), world.rank, seconds, peers,
-                          backend, device_index or 0)
+                          backend, device_index or 0, mode)
     atexit.register(_abort_if_broken)
     return _WORLD
 
@@ -155,6 +207,9 @@ def init_process_group(backend: str = "mpi", timeout: Any = DEFAULT_TIMEOUT,
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Leave the default group (or forget ``group``); init_process_group may be called again."""
     global _WORLD
+    target = _WORLD if group is None else group
+    if target is not None:
+        target.stop_watchdog()
     if group is None or group is _WORLD:
         _WORLD = None
 
@@ -194,10 +249,13 @@ def get_backend(group: ProcessGroup | None = None) -> str:
     return resolve(group, "get_backend").backend
 
 
-def new_group(ranks: list[int] | None = None, timeout: Any = None) -> ProcessGroup:
+def new_group(ranks: list[int] | None = None, timeout: Any = None,
+              on_timeout: str | None = None) -> ProcessGroup:
     """A sub-group of the world over ``ranks`` (all ranks when None). Every rank of the world
-    must call it, members or not, as in torch.distributed."""
+    must call it, members or not, as in torch.distributed. ``timeout`` and ``on_timeout``
+    (see :func:`init_process_group`) default to the world's."""
     base = world("new_group")
+    mode = base.on_timeout if on_timeout is None else _on_timeout(on_timeout, "new_group")
     members = list(range(base.size)) if ranks is None else sorted({int(r) for r in ranks})
     bad = [r for r in members if not 0 <= r < base.size]
     if bad or not members:
@@ -208,4 +266,4 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None) -> ProcessGro
     from mpi4py import MPI
 
     return ProcessGroup(None if comm == MPI.COMM_NULL else comm, members, base.global_rank,
-                        seconds, base._peers, base.backend, base.device_index)
+                        seconds, base._peers, base.backend, base.device_index, mode)

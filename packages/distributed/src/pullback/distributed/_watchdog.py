@@ -1,18 +1,27 @@
-"""Naming the ranks that stopped when a collective outlives its timeout.
+"""What happens when a collective outlives its process group's timeout.
 
 MPI collectives block forever when a peer dies and the launcher does not clean up (mpiexec
--disable-auto-cleanup, some schedulers, hosts that lose the network), so every wait has the
-process group's timeout (:func:`pullback.distributed._backend.poll`). When it expires, the
-ranks on this host are checked (their process ids were exchanged when the group was made)
-and the error names the dead ones; ranks on other hosts cannot be checked from here, and the
-error says so too.
+-disable-auto-cleanup, some schedulers, hosts that lose the network), so every collective has
+the group's timeout. When it expires, the ranks on this host are checked (their process ids
+were exchanged when the group was made) and the error names the dead ones; ranks on other
+hosts cannot be checked from here, and the error says so too.
+
+A group made with ``on_timeout="raise"`` (the default) waits on non-blocking collectives with
+a timed poll (:func:`pullback.distributed._backend.poll`) and raises that error. One made with
+``on_timeout="abort"`` runs its synchronous all-reduces as MPI's blocking call, which cannot be
+interrupted, and starts one :class:`Watchdog` thread, as torch.distributed's NCCL watchdog:
+past the timeout it prints the error on stderr and ends the whole job.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
+import threading
+import time
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from .errors import DistributedTimeoutError
 
@@ -67,3 +76,55 @@ def timeout_error(what: str, timeout: float, peers: list[Peer], me: Peer) -> Dis
     naming the peers' state."""
     return DistributedTimeoutError(f"{what} did not complete within {timeout:g} s on rank "
                                    f"{me.rank}: {diagnose(peers, me)}")
+
+
+class Watchdog:
+    """One thread per process group in abort mode, watching its blocking collectives.
+
+    A collective announces itself by storing :attr:`since` (``time.monotonic()`` when it
+    started; 0.0 when none runs) and :attr:`op`: two attribute stores, no lock, so the hot path
+    pays about a tenth of a microsecond. The thread wakes every ``min(1 s, timeout / 10)``; a
+    collective found running for longer than the timeout makes it call ``fire(what)``, which
+    ends the job. Python's attribute stores are atomic under the GIL, and a stale read only
+    delays the check by one wake-up (the thread rereads :attr:`since` before firing).
+    """
+
+    def __init__(self, timeout: float, fire: Callable[[str], Any], name: str) -> None:
+        self.since = 0.0
+        self.op = ""
+        self._timeout, self._fire = timeout, fire
+        self._period = min(1.0, timeout / 10)
+        self._stopped = threading.Event()
+        # A daemon: a process that returns from main without destroying its group must not
+        # wait for this thread at exit.
+        self._thread = threading.Thread(target=self._watch, name=name, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self._period):
+            since = self.since
+            if since and time.monotonic() - since > self._timeout and self.since == since:
+                self._fire(f"all_reduce(op={self.op!r})")
+                return
+
+    def stop(self) -> None:
+        """End the thread (the group is destroyed)."""
+        self._stopped.set()
+
+
+def end_job(message: str, comm: Any, from_main_thread: bool) -> None:
+    """Print ``message`` on stderr and end the job with exit code 1.
+
+    MPI_Abort tears down every process of the job through the launcher. Called from the
+    watchdog thread while the main thread is inside MPI, it needs MPI_THREAD_MULTIPLE; at a
+    lower thread level (``mpi4py.rc.thread_level`` set to something else before MPI started)
+    calling MPI there is undefined, so this process ends alone with ``os._exit(1)``: the
+    launcher, or the other ranks' own watchdogs, end the rest.
+    """
+    from mpi4py import MPI
+
+    sys.stderr.write(f"{message}\n")
+    sys.stderr.flush()
+    if from_main_thread or MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+        comm.Abort(1)
+    os._exit(1)
