@@ -128,7 +128,7 @@ class ProcessGroup:
         return self._mpi.all_gather_object(obj)
 
 
-_WORLD: ProcessGroup | None = None
+_WORLD: ProcessGroup | None = None  # the default group; read in place by the lean path
 _BROKEN = False
 
 
@@ -216,11 +216,6 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
 
 def is_initialized() -> bool:
     return _WORLD is not None
-
-
-def current_world() -> ProcessGroup | None:
-    """The default group, None before init_process_group."""
-    return _WORLD
 
 
 def world(what: str = "this call") -> ProcessGroup:
