@@ -58,7 +58,9 @@ def all_reduce(tensor: Tensor, op: str, group: ProcessGroup | None) -> bool:
     # Every step here is paid on each call: the world and the memo are read in place, not
     # through function calls (0.1 to 0.2 us less per 1 KB call between two processes here).
     g = _group._WORLD if group is None else group
-    mpi = None if g is None else g.lean_mpi
+    if g is None:
+        return False
+    mpi = g.lean_mpi
     if mpi is None or not isinstance(tensor, Tensor):
         return False
     array = tensor.array
