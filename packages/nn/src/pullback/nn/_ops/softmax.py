@@ -1,7 +1,8 @@
 """``nn.softmax`` and ``nn.log_softmax`` along one axis, stable (the max is subtracted first),
-and ``nn.softmax_backward``, softmax's first-order input gradient as one op (a C kernel on the
-CPU, a CUDA kernel in pullback-cuda). Log-softmax's forward and first-order backward run C row
-kernels on NumPy arrays too (float32 and float64)."""
+and their first-order input gradients as ops of their own, ``nn.softmax_backward`` (a C kernel
+on the CPU, a CUDA kernel in pullback-cuda) and ``nn.log_softmax_backward`` (C row kernels on
+NumPy arrays, float32 and float64, as log-softmax's forward). Being ops, not kernels the grad
+rules call, a traced backward (pullback.compiler) runs the kernels eager backward runs."""
 
 from __future__ import annotations
 
@@ -63,6 +64,15 @@ def _log_softmax_kernel(xp: Any) -> Any:
     return native_first(_native.log_softmax, log_softmax) if xp is np else log_softmax
 
 
+def _log_softmax_backward_kernel(xp: Any) -> Any:
+    def log_softmax_backward(g: Any, y: Any, *, axis: int) -> Any:
+        return g - xp.exp(y) * xp.sum(g, axis=axis, keepdims=True)
+
+    if xp is np:
+        return native_first(_native.log_softmax_backward, log_softmax_backward)
+    return log_softmax_backward
+
+
 SOFTMAX = Op("nn.softmax", _softmax_kernel, save_inputs=False, save_output=True,
              promotion=FLOAT, doc="exp(x) / sum(exp(x)) along an axis")
 # First-order backward only (grad rules call it on raw arrays); no gradient of its own.
@@ -70,6 +80,9 @@ SOFTMAX_BACKWARD = Op("nn.softmax_backward", _softmax_backward_kernel, different
                       doc="y * (gy - sum(gy * y)) along an axis: softmax's input gradient")
 LOG_SOFTMAX = Op("nn.log_softmax", _log_softmax_kernel, save_inputs=False, save_output=True,
                  promotion=FLOAT, doc="x - logsumexp(x) along an axis")
+LOG_SOFTMAX_BACKWARD = Op("nn.log_softmax_backward", _log_softmax_backward_kernel,
+                          differentiable=False,
+                          doc="g - exp(y) * sum(g) along an axis: log-softmax's input gradient")
 
 
 @SOFTMAX.def_grad
@@ -82,10 +95,5 @@ def _softmax_grad(F: Any, g: Any, out: Any, x: Any, *, axis: int) -> Any:
 @LOG_SOFTMAX.def_grad
 def _log_softmax_grad(F: Any, g: Any, out: Any, x: Any, *, axis: int) -> Any:
     if not F.differentiable:
-        # On NumPy arrays, the C row kernel: one read of g and out per row instead of the four
-        # whole-array passes below. (Called directly rather than as a backward op of its own:
-        # such an op would also need its vmap rule; Tensors and CuPy arrays get NotImplemented.)
-        gx = _native.log_softmax_backward(g, out, axis=axis)
-        if gx is not NotImplemented:
-            return (gx,)
+        return (op_in(F, LOG_SOFTMAX_BACKWARD)(g, out, axis=axis),)
     return (g - F.exp(out) * F.sum(g, axis=axis, keepdims=True),)

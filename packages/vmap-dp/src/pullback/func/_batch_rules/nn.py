@@ -124,7 +124,7 @@ def _linear(op: Op, args: Any, bdims: Any, size: int, /) -> Any:
 
 
 def _along_axis(op: Op, args: Any, bdims: Any, size: int, /, axis: int) -> Any:
-    """softmax, log_softmax, softmax_backward: along one axis of each sample."""
+    """softmax, log_softmax and their backward ops: along one axis of each sample."""
     batched = [a for a, b in zip(args, bdims) if b is not None]
     n = batched[0].ndim - 1
     xs = [materialize(a, b, size) for a, b in zip(args, bdims)]
@@ -157,6 +157,13 @@ def _cross_entropy(op: Op, args: Any, bdims: Any, size: int, /, ignore_index: in
     bl, bt = bdims
     out = apply(op, _fold(logits, bl, size), _fold(target, bt, size), ignore_index=ignore_index)
     return reshape(out, (size, -1)), 0
+
+
+def _cross_entropy_backward(op: Op, args: Any, bdims: Any, size: int, /,
+                            ignore_index: int) -> Any:
+    """Rows are independent: every operand's batch joins its rows, one kernel call."""
+    g, logits, target, stats = (_fold(a, b, size) for a, b in zip(args, bdims))
+    return _unfold(apply(op, g, logits, target, stats, ignore_index=ignore_index), size)
 
 
 _recurrent_via_reference = batch_via_reference("nn.recurrent_layer",
@@ -194,8 +201,10 @@ RULES = {
     **_window_rules(2), **_window_rules(3), "nn.im2col": _images, "nn.col2im": _images,
     "nn.linear": _linear,
     "nn.softmax": _along_axis, "nn.log_softmax": _along_axis,
-    "nn.softmax_backward": _along_axis, "nn.layer_norm": _layer_norm,
+    "nn.softmax_backward": _along_axis, "nn.log_softmax_backward": _along_axis,
+    "nn.layer_norm": _layer_norm,
     "nn.scaled_dot_product_attention": _attention, "nn.cross_entropy": _cross_entropy,
+    "nn.cross_entropy_backward": _cross_entropy_backward,
     # First-order backward only (core's raw-array backward, which never runs on batched
     # tensors; the transforms differentiate layer_norm through its grad rule's F ops).
     "nn.layer_norm_backward": loop_fallback,
