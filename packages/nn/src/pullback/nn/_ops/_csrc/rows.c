@@ -24,6 +24,11 @@
 #define LANES 16
 #define CHUNK 256
 
+/* GCC/clang vector types: gcc 12 leaves the array-of-lanes form of a max loop scalar (one maxss
+ * per element), so the row maxima below are written with these. */
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef int32_t i32x16 __attribute__((vector_size(64)));
+
 /* Sums of a row: float partial sums in LANES lanes over chunks of CHUNK elements (this is what
  * gcc vectorizes), chunk totals added in double. */
 static double row_sum(const float *x, int64_t n) {
@@ -60,22 +65,22 @@ static double row_dot(const float *x, const float *y, int64_t n, float mu, float
     return total;
 }
 
-/* max of scale * x[j] over j < seen. NaN elements are skipped here: they make the row's sum of
- * exponentials NaN, so the whole row comes out NaN, as NumPy's kernel gives. */
-static float row_max_scaled(const float *x, int64_t n, int64_t seen, float scale) {
-    /* 8 lanes, unconditional loads and a select: the form gcc vectorizes (a conditional load or
-     * fmaxf, a libm call without -ffinite-math-only, keeps the loop scalar) */
-    float acc[8];
-    for (int k = 0; k < 8; k++) acc[k] = -__builtin_inff();
+/* max of scale * x[j] over j < seen. NaN elements are skipped here (v > acc is false for NaN):
+ * they make the row's sum of exponentials NaN, so the whole row comes out NaN, as NumPy's kernel
+ * gives. */
+static float row_max_scaled(const float *x, int64_t seen, float scale) {
+    f32x16 acc;
+    for (int k = 0; k < 16; k++) acc[k] = -__builtin_inff();
     int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int k = 0; k < 8; k++) {
-            float v = x[j + k] * scale;
-            v = j + k < seen ? v : -__builtin_inff();
-            acc[k] = v > acc[k] ? v : acc[k];
-        }
+    for (; j + 16 <= seen; j += 16) {
+        f32x16 v;
+        memcpy(&v, x + j, sizeof v);
+        v = v * scale;
+        i32x16 greater = v > acc; /* all ones where v > acc */
+        acc = (f32x16)(((i32x16)v & greater) | ((i32x16)acc & ~greater));
+    }
     float m = -__builtin_inff();
-    for (int k = 0; k < 8; k++) m = acc[k] > m ? acc[k] : m;
+    for (int k = 0; k < 16; k++) m = acc[k] > m ? acc[k] : m;
     for (; j < seen; j++) {
         float v = x[j] * scale;
         m = v > m ? v : m;
@@ -93,12 +98,33 @@ void softmax_f32(int64_t lo, int64_t hi, const float *x, float *y, int64_t cols,
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         int64_t seen = causal && r % period + 1 < cols ? r % period + 1 : cols;
-        float m = row_max_scaled(xr, cols, seen, scale);
-        for (int64_t j = 0; j < cols; j++) {
-            float v = xr[j] * scale - m;
-            yr[j] = pb_exp32(j < seen ? v : -__builtin_inff());
+        float m = row_max_scaled(xr, seen, scale);
+        /* the exponentials are summed as they are written (row_sum's lanes and chunks, so the
+         * same total as summing them after: one pass over the row fewer) */
+        double total = 0;
+        for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
+            int64_t len = cols - c0 < CHUNK ? cols - c0 : CHUNK, j = 0;
+            const float *xc = xr + c0;
+            float *yc = yr + c0;
+            float acc[LANES] = {0};
+            for (; j + LANES <= len; j += LANES)
+                for (int k = 0; k < LANES; k++) {
+                    float v = xc[j + k] * scale - m;
+                    float e = pb_exp32(c0 + j + k < seen ? v : -__builtin_inff());
+                    yc[j + k] = e;
+                    acc[k] += e;
+                }
+            float s = 0;
+            for (int k = 0; k < LANES; k++) s += acc[k];
+            for (; j < len; j++) {
+                float v = xc[j] * scale - m;
+                float e = pb_exp32(c0 + j < seen ? v : -__builtin_inff());
+                yc[j] = e;
+                s += e;
+            }
+            total += s;
         }
-        float inv = (float)(1.0 / row_sum(yr, cols));
+        float inv = (float)(1.0 / total);
         for (int64_t j = 0; j < cols; j++) yr[j] *= inv;
     }
 }
@@ -302,27 +328,9 @@ static double row_sum64(const double *x, int64_t n, int exp_shift, double m) {
     return s;
 }
 
-/* max over a float32 row, NaN skipped (x > m is false for NaN). Written with GCC/clang vector
- * types: gcc 12 leaves the array-of-lanes form of this loop scalar (one maxss per element),
- * measured 4.9 against 3.3 ms on 700 rows of 10,000. */
-typedef float f32x16 __attribute__((vector_size(64)));
-typedef int32_t i32x16 __attribute__((vector_size(64)));
-
-static float row_max32(const float *x, int64_t n) {
-    f32x16 acc;
-    for (int k = 0; k < 16; k++) acc[k] = -__builtin_inff();
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        f32x16 v;
-        memcpy(&v, x + j, sizeof v);
-        i32x16 greater = v > acc; /* all ones where v > acc */
-        acc = (f32x16)(((i32x16)v & greater) | ((i32x16)acc & ~greater));
-    }
-    float m = -__builtin_inff();
-    for (int k = 0; k < 16; k++) m = acc[k] > m ? acc[k] : m;
-    for (; j < n; j++) m = x[j] > m ? x[j] : m;
-    return m;
-}
+/* max over a float32 row, NaN skipped: row_max_scaled at scale 1 (x * 1 is x, NaN and
+ * infinities included). */
+static float row_max32(const float *x, int64_t n) { return row_max_scaled(x, n, 1.0f); }
 
 static double row_sum_exp64(const double *x, int64_t n, double m) { return row_sum64(x, n, 1, m); }
 static double row_sum_f64(const double *x, int64_t n) { return row_sum64(x, n, 0, 0.0); }
