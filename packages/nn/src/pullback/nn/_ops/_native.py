@@ -139,18 +139,28 @@ def _ignore(ignore_index: int) -> int | None:
     return ignore_index if -2 ** 63 <= ignore_index < 2 ** 63 else None
 
 
+def _class_kernel(name: str, n_pointers: int, logits: Any, target: Any, floats: tuple[Any, ...],
+                  ignore_index: int) -> tuple[Any, tuple[Any, ...], Any] | None:
+    """``(kernel, floats, target)`` for the cross-entropy C kernel ``name`` of the operands'
+    float type: ``floats`` (logits first) C-contiguous and ``target`` as int64; ``None`` when
+    any operand does not fit (the NumPy kernel runs then)."""
+    found = _float_inputs(*floats)
+    target = None if found is None else _class_rows(logits, target)
+    if target is None or _ignore(ignore_index) is None:
+        return None
+    kernel = _function(f"{name}_{found[1]}", n_pointers, 2)
+    return None if kernel is None else (kernel, found[0], target)
+
+
 def cross_entropy(logits: Any, target: Any, *, ignore_index: int) -> Any:
     """``(loss, (stats,))``: per row ``logsumexp(logits) - logits[target]`` (0 where the target
     is ``ignore_index``) and ``stats`` (N, 2), each row's max and log-sum of exponentials after
     it (what :func:`cross_entropy_backward` reads)."""
-    found = _float_inputs(logits) if logits.ndim == 2 else None
-    target = None if found is None else _class_rows(logits, target)
-    if target is None or _ignore(ignore_index) is None:
+    found = (_class_kernel("cross_entropy", 4, logits, target, (logits,), ignore_index)
+             if logits.ndim == 2 else None)
+    if found is None:
         return NotImplemented
-    kernel = _function(f"cross_entropy_{found[1]}", 4, 2)
-    if kernel is None:
-        return NotImplemented
-    (logits,), _ = found
+    kernel, (logits,), target = found
     rows, cols = logits.shape
     loss = np.empty(rows, dtype=logits.dtype)
     stats = np.empty((rows, 2), dtype=logits.dtype)
@@ -164,19 +174,17 @@ def cross_entropy_backward(g: Any, logits: Any, target: Any, stats: Any, *,
     """``(softmax(logits) - onehot(target)) * g[:, None]``, rows whose target is
     ``ignore_index`` zero; ``g`` (N,) is the gradient of the per-row loss."""
     fits = logits.ndim == 2 and g.shape == logits.shape[:1] and stats.shape == (len(g), 2)
-    found = _float_inputs(logits, g, stats) if fits else None
-    target = None if found is None else _class_rows(logits, target)
-    if target is None or _ignore(ignore_index) is None:
+    found = (_class_kernel("cross_entropy_backward", 5, logits, target, (logits, g, stats),
+                           ignore_index) if fits else None)
+    if found is None:
         return NotImplemented
-    kernel = _function(f"cross_entropy_backward_{found[1]}", 5, 2)
-    if kernel is None:
-        return NotImplemented
-    (logits, g, stats), _ = found
+    kernel, (logits, g, stats), target = found
     rows, cols = logits.shape
     gx = np.empty_like(logits)
     native.run_rows(kernel, rows, cols, logits.ctypes.data, target.ctypes.data,
                     stats.ctypes.data, g.ctypes.data, gx.ctypes.data, cols, ignore_index)
     return gx
+
 
 def _rows_cols(x: Any, normalized_ndim: int) -> tuple[int, int]:
     cols = math.prod(x.shape[x.ndim - normalized_ndim:])
