@@ -5,6 +5,12 @@ Inputs are ``q`` (..., L, E), ``k`` (..., S, E), ``v`` (..., S, Ev), an optional
 the same shape as the weights: the dropout mask, already scaled by 1/(1-p). ``causal`` masks the
 upper triangle (query i sees keys 0..i). The forward saves the attention weights for a
 first-order backward; under ``create_graph`` they are recomputed with ``F`` ops.
+
+Without mask and dropout, on float32 and float64 NumPy arrays, the forward and the first-order
+backward are fused C kernels (:mod:`._native_attention`); the backward is an op of its own,
+``nn.scaled_dot_product_attention_backward``, so that a traced backward (pullback.compiler)
+runs the kernel eager backward runs. Everything else is the composition of matrix products and
+nn's softmax ops below, which is also the backward op's fallback.
 """
 
 from __future__ import annotations
@@ -16,15 +22,23 @@ import numpy as np
 from pullback.promotion import Promotion
 from pullback.registry import Op, get_op
 
-from . import _native
+from pullback.native import native_first
+
+from . import _native, _native_attention
 from ._call import op_in
-from .softmax import SOFTMAX, SOFTMAX_BACKWARD, _softmax_kernel, softmax_input_grad
+from .softmax import (
+    SOFTMAX, SOFTMAX_BACKWARD, _softmax_backward_kernel, _softmax_kernel, softmax_input_grad,
+)
+
+
+def _matmul(xp: Any) -> Any:
+    # on NumPy, core's CPU matmul: it splits stacks of small products over the threads
+    return get_op("matmul").kernel_for("cpu") if xp is np else xp.matmul
 
 
 def _sdpa_kernel(xp: Any) -> Any:
     softmax = _softmax_kernel(xp)
-    # on NumPy, core's CPU matmul: it splits stacks of small products over the threads
-    matmul = get_op("matmul").kernel_for("cpu") if xp is np else xp.matmul
+    matmul = _matmul(xp)
 
     def masked_softmax(scores: Any, bias: Any, scale: float, causal: bool) -> Any:
         if bias is None and xp is np:
@@ -42,6 +56,10 @@ def _sdpa_kernel(xp: Any) -> Any:
 
     def scaled_dot_product_attention(q: Any, k: Any, v: Any, bias: Any, keep: Any, *,
                                      scale: float, causal: bool) -> Any:
+        if bias is None and keep is None and xp is np:
+            fused = _native_attention.attention(q, k, v, scale=scale, causal=causal)
+            if fused is not NotImplemented:
+                return fused
         weights = masked_softmax(matmul(q, xp.swapaxes(k, -1, -2)), bias, scale, causal)
         used = weights * keep if keep is not None else weights
         out = matmul(used, v)
@@ -51,9 +69,40 @@ def _sdpa_kernel(xp: Any) -> Any:
     return scaled_dot_product_attention
 
 
+def _sdpa_backward_kernel(xp: Any) -> Any:
+    softmax_backward = _softmax_backward_kernel(xp)
+    matmul = _matmul(xp)
+
+    def scaled_dot_product_attention_backward(g: Any, q: Any, k: Any, v: Any, weights: Any, *,
+                                              scale: float, causal: bool) -> Any:
+        gv = matmul(xp.swapaxes(weights, -1, -2), g)
+        g_scores = softmax_backward(matmul(g, xp.swapaxes(v, -1, -2)), weights, axis=-1)
+        gq = matmul(g_scores, k)
+        gq *= scale
+        gk = matmul(xp.swapaxes(g_scores, -1, -2), q)
+        gk *= scale
+        return gq, gk, gv
+
+    if xp is np:
+        return native_first(_native_attention.attention_backward,
+                            scaled_dot_product_attention_backward)
+    return scaled_dot_product_attention_backward
+
+
 SDPA = Op("nn.scaled_dot_product_attention", _sdpa_kernel, aux=True,
           promotion=Promotion("same", args=(0, 1, 2)),  # query, key and value: one dtype
           doc="softmax(q k^T * scale + bias) @ v, optional causal mask and dropout mask")
+# First-order backward only, without mask and dropout (the grad rule calls it on the forward's
+# saved weights): returns (gq, gk, gv), each of the operands' broadcast batch shape.
+SDPA_BACKWARD = Op("nn.scaled_dot_product_attention_backward", _sdpa_backward_kernel,
+                   differentiable=False,
+                   doc="(gq, gk, gv) of scaled_dot_product_attention from the saved weights")
+
+
+def _on_numpy(*values: Any) -> bool:
+    """Whether the values (raw arrays, or Tensors when a compiler records the backward) hold
+    NumPy arrays: elsewhere (CUDA) the composition keeps that backend's softmax_backward."""
+    return all(getattr(x, "array", x).__class__ is np.ndarray for x in values)
 
 
 def _attention_weights(F: Any, q: Any, k: Any, bias: Any, scale: float, causal: bool) -> Any:
@@ -72,6 +121,11 @@ def _sdpa_grad(F: Any, g: Any, out: Any, q: Any, k: Any, v: Any, bias: Any, keep
                scale: float, causal: bool, needs: Any, saved: Any = None) -> Any:
     if saved is not None and not F.differentiable:
         weights = saved[0]
+        if bias is None and keep is None and _on_numpy(q, k, v, g, weights):
+            gq, gk, gv = op_in(F, SDPA_BACKWARD)(g, q, k, v, weights, scale=scale,
+                                                 causal=causal)
+            return (gq if needs[0] else None, gk if needs[1] else None,
+                    gv if needs[2] else None, None, None)
     else:
         weights = _attention_weights(F, q, k, bias, scale, causal)
     used = weights * keep if keep is not None else weights

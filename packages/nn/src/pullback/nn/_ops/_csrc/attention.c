@@ -1,0 +1,296 @@
+/* Fused scaled-dot-product attention of pullback.nn (no additive mask, no dropout; causal or
+ * not), forward and backward, float32 and float64. One call handles the (batch, head) pairs
+ * lo..hi of a (B, H) grid, so that pullback.native.run_rows can give each thread its share; a
+ * pair's products never leave the core's caches, where the op composition writes the scores,
+ * the weights and their gradients to memory between BLAS calls and softmax passes.
+ *
+ * Per pair, with P = softmax(scale * q k^T) (query i sees keys 0..i when causal):
+ *   forward:  out = P v, and P saved for the backward;
+ *   backward: dV = P^T dO, dP = dO v^T, dS = P * (dP - rowsum(dP * P)),
+ *             dQ = scale * dS k, dK = scale * dS^T q.
+ * Every product is one primitive, row_times: a row of the result as the sum over p of a
+ * scalar a[p] times a row p of a matrix whose rows are contiguous and zero-padded to whole
+ * vectors, so that the innermost loop is one FMA of a vector register per row block, with no
+ * horizontal reduction: gcc keeps the (up to 4 x 2) accumulators in registers. The operands
+ * are copied into such padded local buffers once per pair (k transposed for the scores, v
+ * transposed for dP): a few thousand elements against the pair's ~10^5 multiply-adds.
+ * Causal rows stop at their last visible key (rounded up to a vector; the masked scores are
+ * -inf and their weights exactly 0), so the masked half of the products is skipped.
+ *
+ * What the callers guarantee (pullback/nn/_ops/_native_attention.py, which returns
+ * NotImplemented for anything else; nothing here checks it again):
+ *   - q, k, v and g are read at b * sb + h * sh + row * sr + feature * sf (their element
+ *     strides, any sign or 0) inside their arrays, for b < B, h < H, rows below L (queries,
+ *     g) or S (keys, values), features below E (q, k) or Ev (v, g);
+ *   - out, gq, gk and gv are written at b * sb + h * sh + row * sr + feature (features
+ *     contiguous) and do not overlap each other or any input; weights is C-contiguous
+ *     (B, H, L, S);
+ *   - L, S, E, Ev >= 1, H >= 1, 0 <= lo <= hi <= B * H; scale points to one element.
+ * Where the local buffers cannot be allocated the pairs' outputs are NaN (never a silent
+ * zero). */
+#ifndef SDPA_T
+/* Without it the ISO C mode (-std=c99) keeps every a * b + c as a multiply and an add: the
+ * products here are the whole cost, and FMA halves their instructions (one rounding fewer).
+ * Before the includes, so that pb_exp32 is built with the same options and inlines. */
+#pragma GCC optimize("fp-contract=fast")
+
+#include "pullback_math.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef float sdpa_f32v __attribute__((vector_size(64)));
+typedef int32_t sdpa_i32v __attribute__((vector_size(64)));
+typedef double sdpa_f64v __attribute__((vector_size(64)));
+typedef int64_t sdpa_i64v __attribute__((vector_size(64)));
+
+#define SDPA_T float
+#define SDPA_V sdpa_f32v
+#define SDPA_MASK sdpa_i32v
+#define SDPA_NAME(name) name##_f32
+#define SDPA_EXP pb_exp32
+#include "attention.c"
+#undef SDPA_T
+#undef SDPA_V
+#undef SDPA_MASK
+#undef SDPA_NAME
+#undef SDPA_EXP
+
+/* libm's exp: float64 attention is for checking, not speed, and rows.c's vectorizable float64
+ * exp is private to that file. */
+#define SDPA_T double
+#define SDPA_V sdpa_f64v
+#define SDPA_MASK sdpa_i64v
+#define SDPA_NAME(name) name##_f64
+#define SDPA_EXP exp
+#include "attention.c"
+
+#else /* the kernels, once per float type */
+
+#define T SDPA_T
+#define V SDPA_V
+#define M SDPA_MASK
+#define W ((int64_t)(sizeof(V) / sizeof(T))) /* lanes of a vector */
+
+static inline int64_t SDPA_NAME(padded)(int64_t n) { return (n + W - 1) / W * W; }
+
+/* c[0..nv*W) = sum over p < k of a[p * as] * b[p * ldb + 0..nv*W): nv vectors of the row at
+ * once, two accumulators each (even and odd p) so that consecutive FMAs do not wait on each
+ * other. Inlined with a constant nv, the accumulators live in registers. */
+static inline __attribute__((always_inline)) void SDPA_NAME(row_block)(
+    T *restrict c, const T *restrict a, int64_t as, const T *restrict b, int64_t ldb,
+    int64_t k, const int nv) {
+    V even[4], odd[4];
+    for (int u = 0; u < nv; u++) even[u] = odd[u] = (V){0};
+    int64_t p = 0;
+    for (; p + 2 <= k; p += 2) {
+        T a0 = a[p * as], a1 = a[(p + 1) * as];
+        const T *b0 = b + p * ldb, *b1 = b0 + ldb;
+        for (int u = 0; u < nv; u++) {
+            V x, y;
+            memcpy(&x, b0 + u * W, sizeof x);
+            memcpy(&y, b1 + u * W, sizeof y);
+            even[u] += a0 * x;
+            odd[u] += a1 * y;
+        }
+    }
+    if (p < k) {
+        T a0 = a[p * as];
+        for (int u = 0; u < nv; u++) {
+            V x;
+            memcpy(&x, b + p * ldb + u * W, sizeof x);
+            even[u] += a0 * x;
+        }
+    }
+    for (int u = 0; u < nv; u++) {
+        V s = even[u] + odd[u];
+        memcpy(c + u * W, &s, sizeof s);
+    }
+}
+
+/* c[0..n) = sum over p < k of a[p * as] * b[p * ldb + 0..n), n a multiple of W. */
+static void SDPA_NAME(row_times)(T *restrict c, const T *restrict a, int64_t as,
+                                 const T *restrict b, int64_t ldb, int64_t k, int64_t n) {
+    int64_t j = 0;
+    for (; j + 4 * W <= n; j += 4 * W) SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 4);
+    switch ((n - j) / W) {
+    case 3: SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 3); break;
+    case 2: SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 2); break;
+    case 1: SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 1); break;
+    default: break;
+    }
+}
+
+/* dst[r * ldd + c] = src[r * sr + c * sc] for r < rows, c < cols (a strided block into a
+ * padded local buffer; the padding is never written, it stays zero from calloc). The source
+ * is read along its smaller stride: k's rows sit 3 * H * D apart in the GPT's QKV array, and
+ * reading them down a column thrashes the L1 sets that such strides share. */
+static void SDPA_NAME(gather)(T *restrict dst, int64_t ldd, const T *restrict src, int64_t sr,
+                              int64_t sc, int64_t rows, int64_t cols) {
+    if (llabs(sr) < llabs(sc))
+        for (int64_t c = 0; c < cols; c++)
+            for (int64_t r = 0; r < rows; r++) dst[r * ldd + c] = src[r * sr + c * sc];
+    else
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) dst[r * ldd + c] = src[r * sr + c * sc];
+}
+
+/* Keys query i sees: 0..seen-1. */
+static inline int64_t SDPA_NAME(seen)(int64_t i, int64_t S, int64_t causal) {
+    return causal && i + 1 < S ? i + 1 : S;
+}
+
+/* The sum and the max of a vector's lanes, as a tree (depth log2 W, where a running scalar
+ * would wait W times on the previous add). NaN lanes are skipped by the max. */
+static inline T SDPA_NAME(lanes_sum)(const T *restrict lanes) {
+    T a[sizeof(V) / sizeof(T)];
+    memcpy(a, lanes, sizeof a);
+    for (int64_t w = W / 2; w >= 1; w /= 2)
+        for (int64_t u = 0; u < w; u++) a[u] += a[u + w];
+    return a[0];
+}
+
+static inline T SDPA_NAME(lanes_max)(V x) {
+    T a[sizeof(V) / sizeof(T)];
+    memcpy(a, &x, sizeof a);
+    for (int64_t w = W / 2; w >= 1; w /= 2)
+        for (int64_t u = 0; u < w; u++) a[u] = a[u + w] > a[u] ? a[u + w] : a[u];
+    return a[0];
+}
+
+/* p[0..seen) = softmax(scale * s[0..seen)), p[seen..S) = 0; s (n: seen rounded up to whole
+ * vectors) is overwritten. */
+static void SDPA_NAME(softmax_row)(T *restrict p, T *restrict s, int64_t seen, int64_t n,
+                                   int64_t S, T scale) {
+    for (int64_t j = 0; j < n; j++) s[j] *= scale;
+    for (int64_t j = seen; j < n; j++) s[j] = -INFINITY; /* after the scale, whatever its sign */
+    V top;
+    for (int64_t u = 0; u < W; u++) top[u] = -INFINITY;
+    for (int64_t j = 0; j < n; j += W) {
+        V x;
+        memcpy(&x, s + j, sizeof x);
+        M greater = x > top; /* all ones where x > top; NaN scores are skipped here and make
+                              * the sum NaN below, so the whole row */
+        top = (V)(((M)x & greater) | ((M)top & ~greater));
+    }
+    const T m = SDPA_NAME(lanes_max)(top);
+    T lanes[sizeof(V) / sizeof(T)] = {0};
+    for (int64_t j = 0; j < n; j += W)
+        for (int64_t u = 0; u < W; u++) {
+            T e = SDPA_EXP(s[j + u] - m);
+            s[j + u] = e;
+            lanes[u] += e;
+        }
+    const T inv = 1 / SDPA_NAME(lanes_sum)(lanes);
+    for (int64_t j = 0; j < seen; j++) p[j] = s[j] * inv;
+    for (int64_t j = seen; j < S; j++) p[j] = 0;
+}
+
+static void SDPA_NAME(fill_nan)(T *dst, int64_t sr, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) dst[r * sr + c] = NAN;
+}
+
+void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, const T *v,
+                             T *out, T *weights, const T *scale_p, int64_t H, int64_t L,
+                             int64_t S, int64_t E, int64_t Ev, int64_t qb, int64_t qh,
+                             int64_t ql, int64_t qe, int64_t kb, int64_t kh, int64_t ks,
+                             int64_t ke, int64_t vb, int64_t vh, int64_t vs, int64_t ve,
+                             int64_t ob, int64_t oh, int64_t ol, int64_t causal) {
+    const T scale = *scale_p;
+    const int64_t Sp = SDPA_NAME(padded)(S), Evp = SDPA_NAME(padded)(Ev);
+    /* k transposed (E x Sp: a score row is a sum of k^T's rows), v padded (S x Evp), a row */
+    T *kt = calloc((size_t)(E * Sp + S * Evp + Sp + Evp), sizeof(T));
+    T *vp = kt + E * Sp, *srow = vp + S * Evp, *orow = srow + Sp;
+    for (int64_t n = lo; n < hi; n++) {
+        const int64_t b = n / H, h = n % H;
+        T *on = out + b * ob + h * oh, *wn = weights + n * L * S;
+        if (!kt) {
+            SDPA_NAME(fill_nan)(on, ol, L, Ev);
+            SDPA_NAME(fill_nan)(wn, S, L, S);
+            continue;
+        }
+        const T *qn = q + b * qb + h * qh;
+        SDPA_NAME(gather)(kt, Sp, k + b * kb + h * kh, ke, ks, E, S);
+        SDPA_NAME(gather)(vp, Evp, v + b * vb + h * vh, vs, ve, S, Ev);
+        for (int64_t i = 0; i < L; i++) {
+            const int64_t seen = SDPA_NAME(seen)(i, S, causal), used = SDPA_NAME(padded)(seen);
+            SDPA_NAME(row_times)(srow, qn + i * ql, qe, kt, Sp, E, used);
+            T *wr = wn + i * S, *or = on + i * ol;
+            SDPA_NAME(softmax_row)(wr, srow, seen, used, S, scale);
+            SDPA_NAME(row_times)(orow, wr, 1, vp, Evp, seen, Evp);
+            for (int64_t e = 0; e < Ev; e++) or[e] = orow[e];
+        }
+    }
+    free(kt);
+}
+
+void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, const T *k,
+                              const T *v, const T *weights, T *gq, T *gk, T *gv,
+                              const T *scale_p, int64_t H, int64_t L, int64_t S, int64_t E,
+                              int64_t Ev, int64_t gb, int64_t gh, int64_t gl, int64_t ge,
+                              int64_t qb, int64_t qh, int64_t ql, int64_t qe, int64_t kb,
+                              int64_t kh, int64_t ks, int64_t ke, int64_t vb, int64_t vh,
+                              int64_t vs, int64_t ve, int64_t gqb, int64_t gqh, int64_t gql,
+                              int64_t gkb, int64_t gkh, int64_t gks, int64_t gvb, int64_t gvh,
+                              int64_t gvs, int64_t causal) {
+    const T scale = *scale_p;
+    const int64_t Sp = SDPA_NAME(padded)(S), Ep = SDPA_NAME(padded)(E),
+                  Evp = SDPA_NAME(padded)(Ev);
+    const int64_t wide = Sp > Ep ? (Sp > Evp ? Sp : Evp) : (Ep > Evp ? Ep : Evp);
+    /* v transposed (Ev x Sp: a dP row is a sum of v^T's rows), k, q and g padded, dS (L x Sp),
+     * a row */
+    T *vt = calloc((size_t)(Ev * Sp + S * Ep + L * Ep + L * Evp + L * Sp + wide), sizeof(T));
+    T *kp = vt + Ev * Sp, *qp = kp + S * Ep, *gp = qp + L * Ep, *ds = gp + L * Evp,
+      *row = ds + L * Sp;
+    for (int64_t n = lo; n < hi; n++) {
+        const int64_t b = n / H, h = n % H;
+        T *gqn = gq + b * gqb + h * gqh, *gkn = gk + b * gkb + h * gkh,
+          *gvn = gv + b * gvb + h * gvh;
+        if (!vt) {
+            SDPA_NAME(fill_nan)(gqn, gql, L, E);
+            SDPA_NAME(fill_nan)(gkn, gks, S, E);
+            SDPA_NAME(fill_nan)(gvn, gvs, S, Ev);
+            continue;
+        }
+        const T *wn = weights + n * L * S;
+        SDPA_NAME(gather)(vt, Sp, v + b * vb + h * vh, ve, vs, Ev, S);
+        SDPA_NAME(gather)(kp, Ep, k + b * kb + h * kh, ks, ke, S, E);
+        SDPA_NAME(gather)(qp, Ep, q + b * qb + h * qh, ql, qe, L, E);
+        SDPA_NAME(gather)(gp, Evp, g + b * gb + h * gh, gl, ge, L, Ev);
+        /* by query rows: dS's row, then dQ's */
+        for (int64_t i = 0; i < L; i++) {
+            const int64_t seen = SDPA_NAME(seen)(i, S, causal), used = SDPA_NAME(padded)(seen);
+            const T *pr = wn + i * S;
+            T *dr = ds + i * Sp;
+            SDPA_NAME(row_times)(dr, gp + i * Evp, 1, vt, Sp, Ev, used);
+            T lanes[sizeof(V) / sizeof(T)] = {0};
+            int64_t j = 0;
+            for (; j + W <= seen; j += W)
+                for (int64_t u = 0; u < W; u++) lanes[u] += pr[j + u] * dr[j + u];
+            T dot = SDPA_NAME(lanes_sum)(lanes);
+            for (; j < seen; j++) dot += pr[j] * dr[j];
+            for (j = 0; j < seen; j++) dr[j] = pr[j] * (dr[j] - dot);
+            SDPA_NAME(row_times)(row, dr, 1, kp, Ep, seen, Ep);
+            T *out = gqn + i * gql;
+            for (int64_t e = 0; e < E; e++) out[e] = row[e] * scale;
+        }
+        /* by key rows: dK's and dV's, over the queries that see the key (from key j on when
+         * causal) */
+        for (int64_t j = 0; j < S; j++) {
+            const int64_t first = causal ? (j < L ? j : L) : 0, count = L - first;
+            T *out = gkn + j * gks;
+            SDPA_NAME(row_times)(row, ds + first * Sp + j, Sp, qp + first * Ep, Ep, count, Ep);
+            for (int64_t e = 0; e < E; e++) out[e] = row[e] * scale;
+            SDPA_NAME(row_times)(row, wn + first * S + j, S, gp + first * Evp, Evp, count, Evp);
+            for (int64_t e = 0; e < Ev; e++) gvn[j * gvs + e] = row[e];
+        }
+    }
+    free(vt);
+}
+
+#undef T
+#undef V
+#undef M
+#undef W
+#endif
