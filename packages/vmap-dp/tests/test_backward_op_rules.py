@@ -1,4 +1,5 @@
-"""vmap of nn's first-order backward ops (softmax's, log-softmax's, cross-entropy's) against a
+"""vmap of nn's first-order backward ops (softmax's, log-softmax's, cross-entropy's, attention's)
+against a
 loop over the samples. The transforms' own reverse passes differentiate through the grad rules'
 ``F`` ops, so these rules are reached only when a user (or a traced program) maps one of these
 ops directly: tested here on purpose, with batched and unbatched operands."""
@@ -59,3 +60,28 @@ def test_cross_entropy_backward(in_dims: tuple[Any, ...]) -> None:
     op = get_op("nn.cross_entropy_backward")
     _check(lambda g, x, t, s: apply(op, g, x, t, s, ignore_index=-100),
            (g, pb.tensor(raw), pb.tensor(target), stats), in_dims)
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0, 0, 0, 0), (0, None, None, None, 0),
+                                     (None, 0, 0, 0, None), (1, 0, None, 0, 1)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward(in_dims: tuple[Any, ...], causal: bool) -> None:
+    rng = np.random.default_rng(2)
+    heads, length, dim = 2, 5, 3
+
+    def operand(d: Any, rows: int, cols: int) -> pb.Tensor:
+        shape = [heads, rows, cols]
+        if d is not None:
+            shape.insert(d, B)
+        return pb.tensor(rng.normal(size=shape))
+
+    g, q, k, v = (operand(d, length, dim) for d in in_dims[:4])
+    # any weights will do (the op reads them as the saved softmax), zero where a causal
+    # query does not see the key, as the forward leaves them
+    weights = operand(in_dims[4], length, length)
+    if causal:
+        weights = pb.tensor(np.tril(weights.numpy()))
+    op = get_op("nn.scaled_dot_product_attention_backward")
+    for i in range(3):
+        _check(lambda g, q, k, v, w, i=i: apply(op, g, q, k, v, w, scale=0.4, causal=causal)[i],
+               (g, q, k, v, weights), in_dims)

@@ -17,7 +17,9 @@ from pullback.tensor import Tensor
 
 from .._reference import NN_REFERENCES, batch_via_reference
 from .fallback import loop_fallback
-from ._util import align_front, front, materialize, move_dim, pad_after_batch, reshape, shift_axis
+from ._util import (
+    align_front, front, logical_ndim, materialize, move_dim, pad_after_batch, reshape, shift_axis,
+)
 
 
 def _op(name: str) -> Op:
@@ -152,6 +154,14 @@ def _attention(op: Op, args: Any, bdims: Any, size: int, /, **attrs: Any) -> Any
     return apply(op, *align_front(args, bdims), **attrs), 0
 
 
+def _attention_backward(op: Op, args: Any, bdims: Any, size: int, /, **attrs: Any) -> Any:
+    """As the forward: the kernel broadcasts every operand's leading dims. A gradient that no
+    batched operand reaches (gv from unbatched g and weights) comes back without the batch."""
+    batched = 1 + max(logical_ndim(a, b) for a, b in zip(args, bdims))
+    grads = apply(op, *align_front(args, bdims), **attrs)
+    return grads, tuple(0 if g.ndim == batched else None for g in grads)
+
+
 def _cross_entropy(op: Op, args: Any, bdims: Any, size: int, /, ignore_index: int) -> Any:
     logits, target = args
     bl, bt = bdims
@@ -204,6 +214,7 @@ RULES = {
     "nn.softmax_backward": _along_axis, "nn.log_softmax_backward": _along_axis,
     "nn.layer_norm": _layer_norm,
     "nn.scaled_dot_product_attention": _attention, "nn.cross_entropy": _cross_entropy,
+    "nn.scaled_dot_product_attention_backward": _attention_backward,
     "nn.cross_entropy_backward": _cross_entropy_backward,
     # First-order backward only (core's raw-array backward, which never runs on batched
     # tensors; the transforms differentiate layer_norm through its grad rule's F ops).
