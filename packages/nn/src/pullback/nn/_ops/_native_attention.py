@@ -90,10 +90,11 @@ def _scale(scale: float, dtype: Any) -> Any:
     return np.array([scale], dtype=dtype)
 
 
-def attention(q: Any, k: Any, v: Any, *, scale: float, causal: bool) -> Any:
+def attention(q: Any, k: Any, v: Any, bias: Any = None, keep: Any = None, *, scale: float,
+              causal: bool) -> Any:
     """``(softmax(q k^T * scale) @ v, (weights,))``, query ``i`` seeing keys ``0..i`` when
-    ``causal``."""
-    found = _operands(q, k, v)
+    ``causal``; ``NotImplemented`` with a ``bias`` or a dropout mask ``keep``."""
+    found = None if bias is not None or keep is not None else _operands(q, k, v)
     if found is None or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         return NotImplemented
     batch, suffix, (qs, ks, vs) = found

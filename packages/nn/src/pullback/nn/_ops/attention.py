@@ -56,16 +56,14 @@ def _sdpa_kernel(xp: Any) -> Any:
 
     def scaled_dot_product_attention(q: Any, k: Any, v: Any, bias: Any, keep: Any, *,
                                      scale: float, causal: bool) -> Any:
-        if bias is None and keep is None and xp is np:
-            fused = _native_attention.attention(q, k, v, scale=scale, causal=causal)
-            if fused is not NotImplemented:
-                return fused
         weights = masked_softmax(matmul(q, xp.swapaxes(k, -1, -2)), bias, scale, causal)
         used = weights * keep if keep is not None else weights
         out = matmul(used, v)
         # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
         return (out if out.dtype == q.dtype else out.astype(q.dtype)), (weights,)
 
+    if xp is np:
+        return native_first(_native_attention.attention, scaled_dot_product_attention)
     return scaled_dot_product_attention
 
 

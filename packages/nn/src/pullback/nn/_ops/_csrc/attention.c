@@ -8,10 +8,10 @@
  *   forward:  out = P v, and P saved for the backward;
  *   backward: dV = P^T dO, dP = dO v^T, dS = P * (dP - rowsum(dP * P)),
  *             dQ = scale * dS k, dK = scale * dS^T q.
- * Every product is one primitive, row_times: a row of the result as the sum over p of a
- * scalar a[p] times a row p of a matrix whose rows are contiguous and zero-padded to whole
- * vectors, so that the innermost loop is one FMA of a vector register per row block, with no
- * horizontal reduction: gcc keeps the (up to 4 x 2) accumulators in registers. The operands
+ * Every product is one primitive, rows_times: two rows of the result, each the sum over p of
+ * a scalar a[p] times a row p of a matrix whose rows are contiguous and zero-padded to whole
+ * vectors, so that the innermost loop is one vector load shared by two FMAs per row block,
+ * with no horizontal reduction: gcc keeps the (up to 2 x 4) accumulators in registers. The operands
  * are copied into such padded local buffers once per pair (k transposed for the scores, v
  * transposed for dP): a few thousand elements against the pair's ~10^5 multiply-adds.
  * Causal rows stop at their last visible key (rounded up to a vector; the masked scores are
@@ -38,6 +38,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#ifdef __AVX512F__
+#include <immintrin.h> /* the lane reductions' shuffle trees */
+#endif
 
 typedef float sdpa_f32v __attribute__((vector_size(64)));
 typedef int32_t sdpa_i32v __attribute__((vector_size(64)));
@@ -49,12 +52,18 @@ typedef int64_t sdpa_i64v __attribute__((vector_size(64)));
 #define SDPA_MASK sdpa_i32v
 #define SDPA_NAME(name) name##_f32
 #define SDPA_EXP pb_exp32
+#ifdef __AVX512F__
+#define SDPA_REDUCE_ADD(x) _mm512_reduce_add_ps((__m512)(x))
+#define SDPA_REDUCE_MAX(x) _mm512_reduce_max_ps((__m512)(x))
+#endif
 #include "attention.c"
 #undef SDPA_T
 #undef SDPA_V
 #undef SDPA_MASK
 #undef SDPA_NAME
 #undef SDPA_EXP
+#undef SDPA_REDUCE_ADD
+#undef SDPA_REDUCE_MAX
 
 /* libm's exp: float64 attention is for checking, not speed, and rows.c's vectorizable float64
  * exp is private to that file. */
@@ -63,6 +72,10 @@ typedef int64_t sdpa_i64v __attribute__((vector_size(64)));
 #define SDPA_MASK sdpa_i64v
 #define SDPA_NAME(name) name##_f64
 #define SDPA_EXP exp
+#ifdef __AVX512F__
+#define SDPA_REDUCE_ADD(x) _mm512_reduce_add_pd((__m512d)(x))
+#define SDPA_REDUCE_MAX(x) _mm512_reduce_max_pd((__m512d)(x))
+#endif
 #include "attention.c"
 
 #else /* the kernels, once per float type */
@@ -74,49 +87,42 @@ typedef int64_t sdpa_i64v __attribute__((vector_size(64)));
 
 static inline int64_t SDPA_NAME(padded)(int64_t n) { return (n + W - 1) / W * W; }
 
-/* c[0..nv*W) = sum over p < k of a[p * as] * b[p * ldb + 0..nv*W): nv vectors of the row at
- * once, two accumulators each (even and odd p) so that consecutive FMAs do not wait on each
- * other. Inlined with a constant nv, the accumulators live in registers. */
+/* c0[0..nv*W) = sum over p < k of a0[p * as] * b[p * ldb + 0..nv*W), and c1 likewise from
+ * a1: two rows of the result at once, sharing each load of b's rows, with 2 * nv accumulators
+ * that do not wait on each other. Inlined with a constant nv, they live in registers. */
 static inline __attribute__((always_inline)) void SDPA_NAME(row_block)(
-    T *restrict c, const T *restrict a, int64_t as, const T *restrict b, int64_t ldb,
-    int64_t k, const int nv) {
-    V even[4], odd[4];
-    for (int u = 0; u < nv; u++) even[u] = odd[u] = (V){0};
-    int64_t p = 0;
-    for (; p + 2 <= k; p += 2) {
-        T a0 = a[p * as], a1 = a[(p + 1) * as];
-        const T *b0 = b + p * ldb, *b1 = b0 + ldb;
+    T *restrict c0, T *restrict c1, const T *a0, const T *a1, int64_t as, const T *restrict b,
+    int64_t ldb, int64_t k, const int nv) {
+    V x0[4], x1[4];
+    for (int u = 0; u < nv; u++) x0[u] = x1[u] = (V){0};
+    for (int64_t p = 0; p < k; p++) {
+        const T s0 = a0[p * as], s1 = a1[p * as];
+        const T *bp = b + p * ldb;
         for (int u = 0; u < nv; u++) {
-            V x, y;
-            memcpy(&x, b0 + u * W, sizeof x);
-            memcpy(&y, b1 + u * W, sizeof y);
-            even[u] += a0 * x;
-            odd[u] += a1 * y;
-        }
-    }
-    if (p < k) {
-        T a0 = a[p * as];
-        for (int u = 0; u < nv; u++) {
-            V x;
-            memcpy(&x, b + p * ldb + u * W, sizeof x);
-            even[u] += a0 * x;
+            V y;
+            memcpy(&y, bp + u * W, sizeof y);
+            x0[u] += s0 * y;
+            x1[u] += s1 * y;
         }
     }
     for (int u = 0; u < nv; u++) {
-        V s = even[u] + odd[u];
-        memcpy(c + u * W, &s, sizeof s);
+        memcpy(c0 + u * W, &x0[u], sizeof x0[u]);
+        memcpy(c1 + u * W, &x1[u], sizeof x1[u]);
     }
 }
 
-/* c[0..n) = sum over p < k of a[p * as] * b[p * ldb + 0..n), n a multiple of W. */
-static void SDPA_NAME(row_times)(T *restrict c, const T *restrict a, int64_t as,
-                                 const T *restrict b, int64_t ldb, int64_t k, int64_t n) {
+/* c0[0..n) = sum over p < k of a0[p * as] * b[p * ldb + 0..n), c1 likewise from a1 (a1 may
+ * be a0, c1 must not be c0), n a multiple of W. */
+static void SDPA_NAME(rows_times)(T *restrict c0, T *restrict c1, const T *a0, const T *a1,
+                                  int64_t as, const T *restrict b, int64_t ldb, int64_t k,
+                                  int64_t n) {
     int64_t j = 0;
-    for (; j + 4 * W <= n; j += 4 * W) SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 4);
+    for (; j + 4 * W <= n; j += 4 * W)
+        SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 4);
     switch ((n - j) / W) {
-    case 3: SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 3); break;
-    case 2: SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 2); break;
-    case 1: SDPA_NAME(row_block)(c + j, a, as, b + j, ldb, k, 1); break;
+    case 3: SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 3); break;
+    case 2: SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 2); break;
+    case 1: SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 1); break;
     default: break;
     }
 }
@@ -141,34 +147,45 @@ static inline int64_t SDPA_NAME(seen)(int64_t i, int64_t S, int64_t causal) {
 }
 
 /* The sum and the max of a vector's lanes, as a tree (depth log2 W, where a running scalar
- * would wait W times on the previous add). NaN lanes are skipped by the max. */
-static inline T SDPA_NAME(lanes_sum)(const T *restrict lanes) {
+ * would wait W times on the previous add): AVX-512's shuffle trees, else a loop gcc may or
+ * may not vectorize. The max is taken over lanes that hold no NaN. */
+static inline T SDPA_NAME(lanes_sum)(V x) {
+#ifdef SDPA_REDUCE_ADD
+    return SDPA_REDUCE_ADD(x);
+#else
     T a[sizeof(V) / sizeof(T)];
-    memcpy(a, lanes, sizeof a);
+    memcpy(a, &x, sizeof a);
     for (int64_t w = W / 2; w >= 1; w /= 2)
         for (int64_t u = 0; u < w; u++) a[u] += a[u + w];
     return a[0];
+#endif
 }
 
 static inline T SDPA_NAME(lanes_max)(V x) {
+#ifdef SDPA_REDUCE_MAX
+    return SDPA_REDUCE_MAX(x);
+#else
     T a[sizeof(V) / sizeof(T)];
     memcpy(a, &x, sizeof a);
     for (int64_t w = W / 2; w >= 1; w /= 2)
         for (int64_t u = 0; u < w; u++) a[u] = a[u + w] > a[u] ? a[u + w] : a[u];
     return a[0];
+#endif
 }
 
 /* p[0..seen) = softmax(scale * s[0..seen)), p[seen..S) = 0; s (n: seen rounded up to whole
  * vectors) is overwritten. */
 static void SDPA_NAME(softmax_row)(T *restrict p, T *restrict s, int64_t seen, int64_t n,
                                    int64_t S, T scale) {
-    for (int64_t j = 0; j < n; j++) s[j] *= scale;
-    for (int64_t j = seen; j < n; j++) s[j] = -INFINITY; /* after the scale, whatever its sign */
     V top;
     for (int64_t u = 0; u < W; u++) top[u] = -INFINITY;
     for (int64_t j = 0; j < n; j += W) {
         V x;
         memcpy(&x, s + j, sizeof x);
+        x *= scale;
+        if (j + W > seen) /* the last vector: its lanes from seen on are masked */
+            for (int64_t u = seen - j; u < W; u++) x[u] = -INFINITY;
+        memcpy(s + j, &x, sizeof x);
         M greater = x > top; /* all ones where x > top; NaN scores are skipped here and make
                               * the sum NaN below, so the whole row */
         top = (V)(((M)x & greater) | ((M)top & ~greater));
@@ -181,7 +198,9 @@ static void SDPA_NAME(softmax_row)(T *restrict p, T *restrict s, int64_t seen, i
             s[j + u] = e;
             lanes[u] += e;
         }
-    const T inv = 1 / SDPA_NAME(lanes_sum)(lanes);
+    V sums;
+    memcpy(&sums, lanes, sizeof sums);
+    const T inv = 1 / SDPA_NAME(lanes_sum)(sums);
     for (int64_t j = 0; j < seen; j++) p[j] = s[j] * inv;
     for (int64_t j = seen; j < S; j++) p[j] = 0;
 }
@@ -191,6 +210,24 @@ static void SDPA_NAME(fill_nan)(T *dst, int64_t sr, int64_t rows, int64_t cols) 
         for (int64_t c = 0; c < cols; c++) dst[r * sr + c] = NAN;
 }
 
+/* dS's row from dP's (dr[0..seen)) and P's (pr): pr * (dr - sum(pr * dr)), zeros from seen to
+ * used (dr's values there are dP's of masked keys: dQ's and dK's products read them). */
+static void SDPA_NAME(ds_row)(T *restrict dr, const T *restrict pr, int64_t seen, int64_t used) {
+    T lanes[sizeof(V) / sizeof(T)] = {0};
+    int64_t j = 0;
+    for (; j + W <= seen; j += W)
+        for (int64_t u = 0; u < W; u++) lanes[u] += pr[j + u] * dr[j + u];
+    V sums;
+    memcpy(&sums, lanes, sizeof sums);
+    T dot = SDPA_NAME(lanes_sum)(sums);
+    for (; j < seen; j++) dot += pr[j] * dr[j];
+    for (j = 0; j < seen; j++) dr[j] = pr[j] * (dr[j] - dot);
+    for (; j < used; j++) dr[j] = 0;
+}
+
+/* Rows go by pairs (i, i1): i1 = i + 1, or i itself for the last of an odd count (computed
+ * twice into a spare row, written once). The pair's products run to the second row's length:
+ * the first row's weights (and dS) are 0 there. */
 void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, const T *v,
                              T *out, T *weights, const T *scale_p, int64_t H, int64_t L,
                              int64_t S, int64_t E, int64_t Ev, int64_t qb, int64_t qh,
@@ -199,9 +236,10 @@ void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, con
                              int64_t ob, int64_t oh, int64_t ol, int64_t causal) {
     const T scale = *scale_p;
     const int64_t Sp = SDPA_NAME(padded)(S), Evp = SDPA_NAME(padded)(Ev);
-    /* k transposed (E x Sp: a score row is a sum of k^T's rows), v padded (S x Evp), a row */
-    T *kt = calloc((size_t)(E * Sp + S * Evp + Sp + Evp), sizeof(T));
-    T *vp = kt + E * Sp, *srow = vp + S * Evp, *orow = srow + Sp;
+    /* k transposed (E x Sp: a score row is a sum of k^T's rows), v padded (S x Evp), two score
+     * rows and two output rows */
+    T *kt = calloc((size_t)(E * Sp + S * Evp + 2 * Sp + 2 * Evp), sizeof(T));
+    T *vp = kt + E * Sp, *s0 = vp + S * Evp, *s1 = s0 + Sp, *o0 = s1 + Sp, *o1 = o0 + Evp;
     for (int64_t n = lo; n < hi; n++) {
         const int64_t b = n / H, h = n % H;
         T *on = out + b * ob + h * oh, *wn = weights + n * L * S;
@@ -213,13 +251,18 @@ void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, con
         const T *qn = q + b * qb + h * qh;
         SDPA_NAME(gather)(kt, Sp, k + b * kb + h * kh, ke, ks, E, S);
         SDPA_NAME(gather)(vp, Evp, v + b * vb + h * vh, vs, ve, S, Ev);
-        for (int64_t i = 0; i < L; i++) {
-            const int64_t seen = SDPA_NAME(seen)(i, S, causal), used = SDPA_NAME(padded)(seen);
-            SDPA_NAME(row_times)(srow, qn + i * ql, qe, kt, Sp, E, used);
-            T *wr = wn + i * S, *or = on + i * ol;
-            SDPA_NAME(softmax_row)(wr, srow, seen, used, S, scale);
-            SDPA_NAME(row_times)(orow, wr, 1, vp, Evp, seen, Evp);
-            for (int64_t e = 0; e < Ev; e++) or[e] = orow[e];
+        for (int64_t i = 0; i < L; i += 2) {
+            const int64_t i1 = i + 1 < L ? i + 1 : i;
+            const int64_t seen0 = SDPA_NAME(seen)(i, S, causal),
+                          seen1 = SDPA_NAME(seen)(i1, S, causal),
+                          used1 = SDPA_NAME(padded)(seen1);
+            T *w0 = wn + i * S, *w1 = wn + i1 * S;
+            SDPA_NAME(rows_times)(s0, s1, qn + i * ql, qn + i1 * ql, qe, kt, Sp, E, used1);
+            SDPA_NAME(softmax_row)(w0, s0, seen0, SDPA_NAME(padded)(seen0), S, scale);
+            if (i1 != i) SDPA_NAME(softmax_row)(w1, s1, seen1, used1, S, scale);
+            SDPA_NAME(rows_times)(o0, o1, w0, w1, 1, vp, Evp, seen1, Evp);
+            for (int64_t e = 0; e < Ev; e++) on[i * ol + e] = o0[e];
+            for (int64_t e = 0; e < Ev; e++) on[i1 * ol + e] = o1[e];
         }
     }
     free(kt);
@@ -238,11 +281,13 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
     const int64_t Sp = SDPA_NAME(padded)(S), Ep = SDPA_NAME(padded)(E),
                   Evp = SDPA_NAME(padded)(Ev);
     const int64_t wide = Sp > Ep ? (Sp > Evp ? Sp : Evp) : (Ep > Evp ? Ep : Evp);
-    /* v transposed (Ev x Sp: a dP row is a sum of v^T's rows), k, q and g padded, dS (L x Sp),
-     * a row */
-    T *vt = calloc((size_t)(Ev * Sp + S * Ep + L * Ep + L * Evp + L * Sp + wide), sizeof(T));
+    /* v transposed (Ev x Sp: a dP row is a sum of v^T's rows), k, q and g padded, dS (L x Sp)
+     * and a spare dS row, two result rows. dS's entries past each row's products stay 0 from
+     * calloc: every pair (n) writes the same entries of a row. */
+    T *vt = calloc((size_t)(Ev * Sp + S * Ep + L * Ep + L * Evp + (L + 1) * Sp + 2 * wide),
+                   sizeof(T));
     T *kp = vt + Ev * Sp, *qp = kp + S * Ep, *gp = qp + L * Ep, *ds = gp + L * Evp,
-      *row = ds + L * Sp;
+      *spare = ds + L * Sp, *r0 = spare + Sp, *r1 = r0 + wide;
     for (int64_t n = lo; n < hi; n++) {
         const int64_t b = n / H, h = n % H;
         T *gqn = gq + b * gqb + h * gqh, *gkn = gk + b * gkb + h * gkh,
@@ -258,32 +303,34 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
         SDPA_NAME(gather)(kp, Ep, k + b * kb + h * kh, ks, ke, S, E);
         SDPA_NAME(gather)(qp, Ep, q + b * qb + h * qh, ql, qe, L, E);
         SDPA_NAME(gather)(gp, Evp, g + b * gb + h * gh, gl, ge, L, Ev);
-        /* by query rows: dS's row, then dQ's */
-        for (int64_t i = 0; i < L; i++) {
-            const int64_t seen = SDPA_NAME(seen)(i, S, causal), used = SDPA_NAME(padded)(seen);
-            const T *pr = wn + i * S;
-            T *dr = ds + i * Sp;
-            SDPA_NAME(row_times)(dr, gp + i * Evp, 1, vt, Sp, Ev, used);
-            T lanes[sizeof(V) / sizeof(T)] = {0};
-            int64_t j = 0;
-            for (; j + W <= seen; j += W)
-                for (int64_t u = 0; u < W; u++) lanes[u] += pr[j + u] * dr[j + u];
-            T dot = SDPA_NAME(lanes_sum)(lanes);
-            for (; j < seen; j++) dot += pr[j] * dr[j];
-            for (j = 0; j < seen; j++) dr[j] = pr[j] * (dr[j] - dot);
-            SDPA_NAME(row_times)(row, dr, 1, kp, Ep, seen, Ep);
-            T *out = gqn + i * gql;
-            for (int64_t e = 0; e < E; e++) out[e] = row[e] * scale;
+        /* by query rows: dS's rows, then dQ's */
+        for (int64_t i = 0; i < L; i += 2) {
+            const int64_t i1 = i + 1 < L ? i + 1 : i;
+            const int64_t seen0 = SDPA_NAME(seen)(i, S, causal),
+                          seen1 = SDPA_NAME(seen)(i1, S, causal),
+                          used1 = SDPA_NAME(padded)(seen1);
+            T *d0 = ds + i * Sp, *d1 = i1 != i ? ds + i1 * Sp : spare;
+            SDPA_NAME(rows_times)(d0, d1, gp + i * Evp, gp + i1 * Evp, 1, vt, Sp, Ev, used1);
+            SDPA_NAME(ds_row)(d0, wn + i * S, seen0, used1);
+            SDPA_NAME(ds_row)(d1, wn + i1 * S, seen1, used1);
+            SDPA_NAME(rows_times)(r0, r1, d0, d1, 1, kp, Ep, seen1, Ep);
+            for (int64_t e = 0; e < E; e++) gqn[i * gql + e] = r0[e] * scale;
+            for (int64_t e = 0; e < E; e++) gqn[i1 * gql + e] = r1[e] * scale;
         }
-        /* by key rows: dK's and dV's, over the queries that see the key (from key j on when
-         * causal) */
-        for (int64_t j = 0; j < S; j++) {
+        /* by key rows: dK's and dV's, over the queries that see the pair's first key (from
+         * key j on when causal; the second key's dS and P are 0 at query j) */
+        for (int64_t j = 0; j < S; j += 2) {
+            const int64_t j1 = j + 1 < S ? j + 1 : j;
             const int64_t first = causal ? (j < L ? j : L) : 0, count = L - first;
-            T *out = gkn + j * gks;
-            SDPA_NAME(row_times)(row, ds + first * Sp + j, Sp, qp + first * Ep, Ep, count, Ep);
-            for (int64_t e = 0; e < E; e++) out[e] = row[e] * scale;
-            SDPA_NAME(row_times)(row, wn + first * S + j, S, gp + first * Evp, Evp, count, Evp);
-            for (int64_t e = 0; e < Ev; e++) gvn[j * gvs + e] = row[e];
+            const T *dcol = ds + first * Sp, *pcol = wn + first * S;
+            SDPA_NAME(rows_times)(r0, r1, dcol + j, dcol + j1, Sp, qp + first * Ep, Ep, count,
+                                  Ep);
+            for (int64_t e = 0; e < E; e++) gkn[j * gks + e] = r0[e] * scale;
+            for (int64_t e = 0; e < E; e++) gkn[j1 * gks + e] = r1[e] * scale;
+            SDPA_NAME(rows_times)(r0, r1, pcol + j, pcol + j1, S, gp + first * Evp, Evp, count,
+                                  Evp);
+            for (int64_t e = 0; e < Ev; e++) gvn[j * gvs + e] = r0[e];
+            for (int64_t e = 0; e < Ev; e++) gvn[j1 * gvs + e] = r1[e];
         }
     }
     free(vt);
