@@ -172,3 +172,65 @@ def test_large_products_split_over_the_threads_match_numpy() -> None:
                                        atol=2e-5 * np.abs(expected).max())
     finally:
         pb.set_num_threads(threads)
+
+
+def _epilogue_programs(fn, *arrays):
+    """``fn`` traced and lowered twice: on MKL (its epilogues run block by block after the
+    product) and on NumPy's products (the loop over the whole product)."""
+    tensors = [pb.tensor(a) for a in arrays]
+    graph, _ = pc.optimize(pc.trace(fn, *tensors))
+    assert any(n.op == "compiler.matmul_epilogue" for n in graph.nodes), graph
+    return pc.lower(graph, gemm="mkl"), pc.lower(graph, gemm="numpy")
+
+
+@needs_mkl
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_epilogues_run_block_by_block_after_the_product(monkeypatch, threads, dtype) -> None:
+    """A product with its loop (a flat loop, and one with a per-row input and a bias row) run
+    block by block: the blocks of 64 or 128 rows leave a remainder on 300 rows, and every row
+    gets the loop over its product, as on NumPy's products (to the products' rounding)."""
+    from pullback.compiler._fused import FusedKernel
+
+    ran = []
+    real = FusedKernel.run_after_product
+
+    def spy(self, *args):
+        result = real(self, *args)
+        ran.append(result is not NotImplemented)
+        return result
+
+    monkeypatch.setattr(FusedKernel, "run_after_product", spy)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((300, 96)).astype(dtype)
+    w = rng.standard_normal((96, 512)).astype(dtype)
+    h = rng.standard_normal((300, 512)).astype(dtype)
+    stat = rng.standard_normal((300, 1)).astype(dtype)
+    bias = rng.standard_normal(512).astype(dtype)
+    cases = [(lambda a, b, c: (a @ b) * c + c, (x, w, h)),
+             (lambda a, b, s, r: (a @ b - s) * r, (x, w, stat, bias)),
+             (lambda a, b: pb.relu(a @ b.T), (x, w.T.copy()))]
+    before = pb.get_num_threads()
+    pb.set_num_threads(threads)
+    try:
+        for fn, arrays in cases:
+            fused, unfused = _epilogue_programs(fn, *arrays)
+            ran.clear()
+            got = fused.run(list(arrays))[0]
+            assert ran == [True]
+            expected = unfused.run(list(arrays))[0]
+            tol = 1e-4 if dtype == "float32" else 1e-12
+            np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * np.abs(expected).max())
+    finally:
+        pb.set_num_threads(before)
+
+
+@needs_mkl
+def test_epilogues_whose_loop_rows_are_not_the_products_run_unfused(monkeypatch) -> None:
+    """A stack of products (attention's) keeps the product, then the loop over all of it."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((4, 3, 20, 8)).astype(np.float32)
+    b = rng.standard_normal((4, 3, 8, 20)).astype(np.float32)
+    fused, unfused = _epilogue_programs(lambda p, q: (p @ q) * 0.5, a, b)
+    np.testing.assert_allclose(fused.run([a, b])[0], unfused.run([a, b])[0], rtol=1e-5,
+                               atol=1e-5)

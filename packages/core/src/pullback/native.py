@@ -38,17 +38,21 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import _native_pool
 from ._cpu_parallel import MIN_PARALLEL_ELEMENTS, run_split, get_num_threads
 
 # No -ffast-math: NaN and infinities keep their meaning. Without trapping math and errno, gcc
 # if-converts the clamps of pullback_math.h and vectorizes the kernels' loops.
 FLAGS = ("-O3", "-march=native", "-std=c99", "-fno-trapping-math", "-fno-math-errno", "-fPIC",
-         "-shared")
+         "-shared", "-pthread")
 # Headers every kernel source may include (pullback_math.h: vectorizable exp and erf).
 INCLUDE_DIR = Path(__file__).parent / "_csrc"
 # Below this many elements a C call's setup (pointer look-ups, argument conversion: ~2 us) is
 # about what NumPy spends, so small arrays keep their NumPy kernel.
 MIN_NATIVE_ELEMENTS = 1024
+# Below this much work (elements, or multiply-adds of a product) a kernel stays on one thread
+# even on the C pool, whose hand-off costs about a microsecond.
+MIN_POOL_ELEMENTS = 1 << 15
 
 _lock = threading.Lock()
 _libraries: dict[str, ctypes.CDLL | None] = {}
@@ -183,8 +187,23 @@ def pointer(a: np.ndarray | None) -> int | None:
 
 def run_rows(function: Callable[..., None], rows: int, row_size: int, *args: Any) -> None:
     """``function(lo, hi, *args)`` over rows ``0..rows``: one share per CPU thread when there is
-    enough work (``rows * row_size`` elements) to pay for the hand-off, else in this thread."""
-    if rows * row_size < MIN_PARALLEL_ELEMENTS or rows < 2 or get_num_threads() == 1:
+    enough work (``rows * row_size`` elements) to pay for the hand-off, else in this thread.
+
+    A C kernel of the convention above (a ctypes function with ``argtypes``) is split on the C
+    thread pool (:mod:`pullback._native_pool`), from ``MIN_POOL_ELEMENTS`` elements; any other
+    callable through Python's, from ``MIN_PARALLEL_ELEMENTS``."""
+    threads = get_num_threads()
+    if rows < 2 or threads == 1:
+        function(0, rows, *args)
+        return
+    run = _native_pool.runner(function)
+    if run is not None:
+        if rows * row_size < MIN_POOL_ELEMENTS:
+            function(0, rows, *args)
+        else:
+            run(rows, threads, *args)
+        return
+    if rows * row_size < MIN_PARALLEL_ELEMENTS:
         function(0, rows, *args)
         return
     run_split(lambda lo, hi: function(lo, hi, *args), rows)

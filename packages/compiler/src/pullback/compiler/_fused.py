@@ -69,10 +69,14 @@ class FusedKernel:
     reduce_from: int | None = None  # sum over the axes from here on (the output is reduced)
     keepdims: bool = False
     out_into: dict[int, int] = field(default_factory=dict)  # output -> input it overwrites
+    # The dtype of a matrix product this loop runs after, block by block (a matmul epilogue),
+    # or None: then the source also has :meth:`after_product_function`'s entry point.
+    after_product: str | None = None
     device: str = "cpu"
     _function: Any = field(default=None, repr=False)
     _built: bool = field(default=False, repr=False)
     _kernels: list[Any] | None = field(default=None, repr=False)
+    _after: Any = field(default=None, repr=False)
 
     # -- description ---------------------------------------------------------------------------
     def summary(self) -> str:
@@ -90,7 +94,36 @@ class FusedKernel:
     def c_source(self, name: str) -> str:
         prelude = ["#include <stdint.h>", "#include <math.h>", '#include "pullback_math.h"', "",
                    _FUSED_MATH, _IVDEP, ""]
-        return "\n".join(prelude) + "\n" + self.c_function(name)
+        source = "\n".join(prelude) + "\n" + self.c_function(name)
+        if self.after_product is not None:
+            source += "\n" + self.after_product_function(name)
+        return source
+
+    def after_product_function(self, name: str) -> str:
+        """``{name}_after_product(lo, hi, gemm, a, b, c, trans_a, trans_b, n, k, lda,
+        a_row_step, ldb, block, scale, cols, inputs..., outputs...)``: rows ``lo`` to ``hi`` of
+        the product ``c = op(a) op(b)`` (CBLAS's ``?gemm`` at address ``gemm``, row-major, ``n``
+        columns), ``block`` rows at a time, each block followed by this loop over its rows
+        (``scale`` loop rows per product row: ``n`` for a flat loop, else 1), while the block is
+        still in the cache. ``c`` is the buffer the loop reads the product from."""
+        assert self.after_product is not None
+        t = _CTYPES[self.after_product]
+        args = ", ".join(self._argument_names())
+        params = ", ".join(self._array_params(restrict=False))
+        return f"""typedef void (*{name}_gemm_t)(int, int, int, int, int, int, {t}, const {t} *, int,
+    const {t} *, int, {t}, {t} *, int);
+void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, const {t} *b,
+        {t} *c, int64_t trans_a, int64_t trans_b, int64_t n, int64_t k, int64_t lda,
+        int64_t a_row_step, int64_t ldb, int64_t block, int64_t scale, int64_t cols,
+        {params}) {{
+    for (int64_t r = lo; r < hi; r += block) {{
+        const int64_t end = r + block < hi ? r + block : hi;
+        (({name}_gemm_t)gemm)(101, (int)trans_a, (int)trans_b, (int)(end - r), (int)n, (int)k,
+            1, a + r * a_row_step, (int)lda, b, (int)ldb, 0, c + r * n, (int)n);
+        {name}(r * scale, end * scale, cols, {args});
+    }}
+}}
+"""
 
     def c_function(self, name: str, index: str = "int64_t", storage: str = "") -> str:
         """The loop as one C function ``name(lo, hi, cols, inputs..., outputs...)`` over rows
@@ -98,17 +131,7 @@ class FusedKernel:
         its definition (the C99 exporter writes ``static`` functions indexed by ``int``). It
         needs the math functions and ``INDEPENDENT_ITERATIONS`` of :meth:`c_source`."""
         lines = []
-        params = [f"{index} lo", f"{index} hi", f"{index} cols"]
-        shared = set(self.out_into.values())  # inputs an output overwrites: no restrict
-        for k, dtype in enumerate(self.input_dtypes):
-            if dtype is None:  # a runtime number
-                params.append(f"double s{k}")
-            else:
-                qualifier = "" if k in shared else "restrict "
-                params.append(f"const {_CTYPES[dtype.name]} *{qualifier}in{k}")
-        for j, o in enumerate(self.outputs):
-            qualifier = "" if j in self.out_into else "restrict "
-            params.append(f"{_CTYPES[self.ops[o].dtype.name]} *{qualifier}out{j}")
+        params = [f"{index} lo", f"{index} hi", f"{index} cols", *self._array_params()]
         lines.append(f"{storage}void {name}({', '.join(params)}) {{")
         if self.split is None and self.reduce_from is None:
             lines.append("    (void)cols;  /* one flat loop */")
@@ -135,6 +158,25 @@ class FusedKernel:
             lines += ["        }", "    }"]
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+    def _array_params(self, restrict: bool = True) -> list[str]:
+        """The C parameters after ``(lo, hi, cols)``: the inputs, then the outputs."""
+        params = []
+        shared = set(self.out_into.values())  # inputs an output overwrites: no restrict
+        for k, dtype in enumerate(self.input_dtypes):
+            if dtype is None:  # a runtime number
+                params.append(f"double s{k}")
+            else:
+                qualifier = "restrict " if restrict and k not in shared else ""
+                params.append(f"const {_CTYPES[dtype.name]} *{qualifier}in{k}")
+        for j, o in enumerate(self.outputs):
+            qualifier = "restrict " if restrict and j not in self.out_into else ""
+            params.append(f"{_CTYPES[self.ops[o].dtype.name]} *{qualifier}out{j}")
+        return params
+
+    def _argument_names(self) -> list[str]:
+        return [f"s{k}" if dtype is None else f"in{k}" for k, dtype in
+                enumerate(self.input_dtypes)] + [f"out{j}" for j in range(len(self.outputs))]
 
     def _stores(self, indent: str) -> list[str]:
         return [f"{indent}out{j}[i] = t{o};" for j, o in enumerate(self.outputs)]
@@ -185,6 +227,7 @@ class FusedKernel:
         if self._built:
             return self._function
         self._built = True
+        self._after = None
         if self.device != "cpu" or not native.enabled():
             return None
         probe = self.c_source("NAME")
@@ -199,12 +242,17 @@ class FusedKernel:
         library = native.load(name, source)
         if library is None:
             return None
+        array_types = ([ctypes.c_double if k == "number" else ctypes.c_void_p
+                        for k in self.input_kinds] + [ctypes.c_void_p] * len(self.outputs))
         fn = getattr(library, name)
-        fn.argtypes = ([ctypes.c_int64] * 3
-                       + [ctypes.c_double if k == "number" else ctypes.c_void_p
-                          for k in self.input_kinds]
-                       + [ctypes.c_void_p] * len(self.outputs))
+        fn.argtypes = [ctypes.c_int64] * 3 + array_types
         fn.restype = None
+        if self.after_product is not None:
+            after = getattr(library, f"{name}_after_product")
+            after.argtypes = ([ctypes.c_int64] * 2 + [ctypes.c_void_p] * 4
+                              + [ctypes.c_int64] * 10 + array_types)
+            after.restype = None
+            self._after = after
         self._function = fn
         return fn
 
@@ -219,8 +267,48 @@ class FusedKernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _run_native(self, fn: Any, args: tuple[Any, ...]) -> list[Any]:
+        pointers, copies = self._pointers(args)
+        outs = [self._output(j, args) for j in range(len(self.outputs))]
+        pointers += [o.ctypes.data for o in outs]
+        rows, cols = self.extent()
+        native.run_rows(fn, rows, cols, cols, *pointers)
+        del copies  # alive until the loop has run
+        return outs
+
+    def run_after_product(self, product: Any, at: int, rest: tuple[Any, ...]) -> Any:
+        """The product (a planned :class:`pullback.compiler._gemm.SingleProduct`) and this
+        loop over it (its input ``at``; ``rest`` the loop's other inputs), block by block on
+        the threads; ``NotImplemented`` where the loop's rows are not the product's."""
+        if self._library_function() is None or self._after is None:
+            return NotImplemented
+        out = product.out
+        rows, n = out.shape
+        loop_rows, cols = self.extent()
+        if cols == n and loop_rows == rows:
+            scale = 1
+        elif cols == 1 and loop_rows == rows * n:
+            scale = n
+        else:
+            return NotImplemented
+        args = (*rest[:at], out.reshape(self.shape), *rest[at:])
+        if not all(a.__class__ is np.ndarray for a, k in zip(args, self.input_kinds)
+                   if k != "number"):
+            return NotImplemented
+        pointers, copies = self._pointers(args)
+        outs = [self._output(j, args) for j in range(len(self.outputs))]
+        pointers += [o.ctypes.data for o in outs]
+        # blocks of about 128 KiB of the product: it is read back while still in L2
+        block = max(8, (1 << 17) // (n * out.itemsize))
+        native.run_rows(self._after, rows, n * product.sizes[3], *product.arguments(), block,
+                        scale, cols, *pointers)
+        del copies
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _pointers(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+        """The loop's input arguments (addresses, runtime numbers) and the contiguous copies
+        of strided inputs they point into, to keep alive until the loop has run."""
         pointers: list[Any] = []
-        copies = []  # contiguous copies of strided inputs, alive until the loop has run
+        copies = []
         for a, kind in zip(args, self.input_kinds):
             if kind == "number":
                 pointers.append(float(a))
@@ -229,11 +317,7 @@ class FusedKernel:
                     a = np.ascontiguousarray(a)
                     copies.append(a)
                 pointers.append(a.ctypes.data)
-        outs = [self._output(j, args) for j in range(len(self.outputs))]
-        pointers += [o.ctypes.data for o in outs]
-        rows, cols = self.extent()
-        native.run_rows(fn, rows, cols, cols, *pointers)
-        return outs
+        return pointers, copies
 
     def extent(self) -> tuple[int, int]:
         """The ``(rows, cols)`` the loop runs over (one flat loop: ``(elements, 1)``)."""

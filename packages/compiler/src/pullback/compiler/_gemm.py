@@ -29,7 +29,7 @@ import ctypes
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from pullback import native
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL
+_CBLAS_INT_MAX = 2**31 - 1
 
 
 def _library_path() -> str | None:
@@ -54,25 +55,24 @@ def _library_path() -> str | None:
 
 
 class _Mkl:
-    """``cblas_?gemm`` and ``cblas_?gemm_batch`` of one loaded ``libmkl_rt``."""
+    """The products of one loaded ``libmkl_rt``: for each dtype, the addresses of
+    ``cblas_?gemm`` and ``cblas_?gemm_batch`` and the row-range kernels of
+    ``_csrc/gemm_rows.c`` that call them on a share of the rows (or of the stack)."""
 
-    def __init__(self, library: ctypes.CDLL) -> None:
+    def __init__(self, library: ctypes.CDLL, rows: ctypes.CDLL) -> None:
         library.MKL_Set_Threading_Layer.argtypes = [ctypes.c_int]
         library.MKL_Set_Threading_Layer(_SEQUENTIAL)
-        self.gemm: dict[str, Any] = {}
-        self.batch: dict[str, Any] = {}
-        for dtype, c_type, prefix in (("float32", ctypes.c_float, "s"),
-                                      ("float64", ctypes.c_double, "d")):
-            gemm = getattr(library, f"cblas_{prefix}gemm")
-            gemm.restype = None
-            gemm.argtypes = ([ctypes.c_int] * 6 + [c_type, ctypes.c_void_p, ctypes.c_int,
-                             ctypes.c_void_p, ctypes.c_int, c_type, ctypes.c_void_p, ctypes.c_int])
-            self.gemm[dtype] = gemm
-            batch = getattr(library, f"cblas_{prefix}gemm_batch")
-            batch.restype = None
-            batch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 13 + [ctypes.c_int,
-                                                                       ctypes.c_void_p]
-            self.batch[dtype] = batch
+        self.gemm: dict[str, tuple[int, Any]] = {}
+        self.batch: dict[str, tuple[int, Any]] = {}
+        for dtype, prefix in (("float32", "s"), ("float64", "d")):
+            self.gemm[dtype] = (_address(getattr(library, f"cblas_{prefix}gemm")),
+                                native.declare(rows, f"{prefix}gemm_rows", 4, 7))
+            self.batch[dtype] = (_address(getattr(library, f"cblas_{prefix}gemm_batch")),
+                                 native.declare(rows, f"{prefix}gemm_batch_rows", 4, 7))
+
+
+def _address(function: Any) -> int:
+    return ctypes.cast(function, ctypes.c_void_p).value  # type: ignore[return-value]
 
 
 _loaded: list[_Mkl | None] = []  # empty until MKL was looked for
@@ -82,9 +82,10 @@ def _mkl() -> _Mkl | None:
     if not _loaded:
         mkl = None
         path = _library_path()
-        if path is not None:
+        rows = native.load("compiler_gemm_rows", Path(__file__).parent / "_csrc" / "gemm_rows.c")
+        if path is not None and rows is not None:
             try:
-                mkl = _Mkl(ctypes.CDLL(path))
+                mkl = _Mkl(ctypes.CDLL(path), rows)
             except (OSError, AttributeError):
                 mkl = None
         _loaded.append(mkl)
@@ -145,55 +146,81 @@ def _pointers(a: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
     return (a.ctypes.data + offsets).reshape(-1)
 
 
-def mkl_matmul(mkl: _Mkl, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
-    """``x @ y`` through MKL, or ``None`` when MKL does not take these operands."""
+class SingleProduct(NamedTuple):
+    """One planned CBLAS product ``out = x @ y`` of a 2-D ``out`` (rows x n), not yet run."""
+
+    gemm: int  # the address of cblas_?gemm
+    kernel: Any  # gemm_rows.c's row-range kernel of the dtype
+    x: np.ndarray  # the operands as BLAS reads them (kept alive until the product has run)
+    y: np.ndarray
+    out: np.ndarray
+    sizes: tuple[int, ...]  # trans_x, trans_y, n, k, ldx, x's row step, ldy
+    shape: tuple[int, ...]  # the product's shape (``out`` reshaped)
+
+    def arguments(self) -> tuple[Any, ...]:
+        """The product's arguments in gemm_rows.c's order, after the row range."""
+        return (self.gemm, self.x.ctypes.data, self.y.ctypes.data, self.out.ctypes.data,
+                *self.sizes)
+
+
+def _operands(mkl: _Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
+    """``(x, y, stack shape, out)`` of ``x @ y`` as MKL will run it, or ``None`` when MKL does
+    not take these operands."""
     dtype = x.dtype
     if (x.__class__ is not np.ndarray or y.__class__ is not np.ndarray or dtype != y.dtype
             or dtype.name not in mkl.gemm or x.ndim < 2 or y.ndim < 2
             or x.shape[-1] != y.shape[-2]):
         return None
     k, n = x.shape[-1], y.shape[-1]
-    out_lead = x.shape[:-1]
     if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
         x = x.reshape(-1, k)  # one GEMM over the stack's rows
     try:
         batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     except ValueError:
         return None
-    out = np.empty(batch + (x.shape[-2], n), dtype=dtype)
-    if out.size == 0 or k == 0:
+    if k == 0 or x.shape[-2] == 0 or n == 0 or 0 in batch:
         return None  # NumPy's empty-product conventions
     x, trans_x, ldx = _matrix(x)
     y, trans_y, ldy = _matrix(y)
-    rows = x.shape[-2]
-    item = out.itemsize
-    if not batch:
-        gemm, xp, yp, cp = mkl.gemm[dtype.name], x.ctypes.data, y.ctypes.data, out.ctypes.data
-        # row i of x starts i rows (no transpose) or i elements (transposed) in
-        x_row = ldx * item if trans_x == _NO_TRANS else item
+    if max(x.shape[-2], n, k, ldx, ldy) > _CBLAS_INT_MAX:
+        return None  # beyond CBLAS's 32-bit sizes
+    out = np.empty(batch + (x.shape[-2], n), dtype=dtype)
+    return x, y, batch, out, trans_x, trans_y, ldx, ldy
 
-        def row_block(lo: int, hi: int) -> None:
-            gemm(_ROW_MAJOR, trans_x, trans_y, hi - lo, n, k, 1.0, xp + lo * x_row, ldx, yp, ldy,
-                 0.0, cp + lo * n * item, n)
 
-        native.run_rows(row_block, rows, n * k)
-        return out.reshape(out_lead + (n,))
-    # One group of equal products per call: the matrices' addresses in three arrays.
+def single_product(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | None:
+    """``x @ y`` planned as one CBLAS product (a 2-D result, or a stack of rows times one
+    matrix), or ``None`` (a stack of products, or operands MKL does not take)."""
+    found = _operands(mkl, x, y)
+    if found is None or found[2]:
+        return None
+    xm, ym, _, out, trans_x, trans_y, ldx, ldy = found
+    gemm, kernel = mkl.gemm[x.dtype.name]
+    # row i of x starts i rows (no transpose) or i elements (transposed) in
+    x_row = ldx if trans_x == _NO_TRANS else 1
+    k, n = x.shape[-1], y.shape[-1]
+    return SingleProduct(gemm, kernel, xm, ym, out, (trans_x, trans_y, n, k, ldx, x_row, ldy),
+                         x.shape[:-1] + (n,))
+
+
+def mkl_matmul(mkl: _Mkl, x: Any, y: Any) -> np.ndarray | None:
+    """``x @ y`` through MKL, or ``None`` when MKL does not take these operands."""
+    single = single_product(mkl, x, y)
+    if single is not None:
+        rows, (n, k) = single.out.shape[0], single.sizes[2:4]
+        native.run_rows(single.kernel, rows, n * k, *single.arguments())
+        return single.out.reshape(single.shape)
+    found = _operands(mkl, x, y)
+    if found is None:
+        return None
+    x, y, batch, out, trans_x, trans_y, ldx, ldy = found
+    # One group of equal products: the matrices' addresses in three arrays.
+    rows, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
     a, b = _pointers(x, batch), _pointers(y, batch)
-    c = out.ctypes.data + np.arange(a.size, dtype=np.int64) * (rows * n * item)
-    ints = [np.array([v], dtype=np.intc) for v in (trans_x, trans_y, rows, n, k, ldx, ldy, n)]
-    ones = np.array([1.0, 0.0], dtype=dtype)
-    batch_gemm = mkl.batch[dtype.name]
-
-    def matrix_block(lo: int, hi: int) -> None:
-        size = np.array([hi - lo], dtype=np.intc)
-        batch_gemm(_ROW_MAJOR, ints[0].ctypes.data, ints[1].ctypes.data, ints[2].ctypes.data,
-                   ints[3].ctypes.data, ints[4].ctypes.data, ones[:1].ctypes.data,
-                   a[lo:].ctypes.data, ints[5].ctypes.data, b[lo:].ctypes.data,
-                   ints[6].ctypes.data, ones[1:].ctypes.data, c[lo:].ctypes.data,
-                   ints[7].ctypes.data, 1, size.ctypes.data)
-
-    native.run_rows(matrix_block, a.size, rows * n * k)
+    c = out.ctypes.data + np.arange(a.size, dtype=np.int64) * (rows * n * out.itemsize)
+    gemm_batch, kernel = mkl.batch[x.dtype.name]
+    native.run_rows(kernel, a.size, rows * n * k, gemm_batch, a.ctypes.data, b.ctypes.data,
+                    c.ctypes.data, trans_x, trans_y, rows, n, k, ldx, ldy)
     return out
 
 
@@ -232,14 +259,39 @@ def faster_products(device: str) -> Callable[[Any, Callable[..., Any]], Callable
         if node.op == "nn.linear":
             return _linear(kernel, mkl)
         if node.op == "compiler.matmul_epilogue":
-            from pullback.registry import get_op
-
-            from .passes.epilogue import lower_epilogue
-
-            product = get_op(node.attrs["product"]).kernel_for(device)
-            fast = _linear(product, mkl) if node.attrs["product"] == "nn.linear" else \
-                _matmul(product, mkl)
-            return lower_epilogue(node, device, product=fast)
+            return _epilogue(node, device, mkl)
         return kernel
 
     return wrap
+
+
+def _epilogue(node: Any, device: str, mkl: _Mkl) -> Callable[..., Any]:
+    """A ``compiler.matmul_epilogue`` node on MKL: one product (2-D, or a stack of rows times
+    one matrix) with its loop run block by block after it (:meth:`FusedKernel.run_after_product`);
+    anything else, the product and then the loop over all of it."""
+    from pullback.registry import get_op
+
+    from .passes.epilogue import lower_epilogue
+
+    product_op = node.attrs["product"]
+    product = get_op(product_op).kernel_for(device)
+    fast = _linear(product, mkl) if product_op == "nn.linear" else _matmul(product, mkl)
+    unfused = lower_epilogue(node, device, product=fast)
+    kernel, at = node.attrs["kernel"], node.attrs["at"]
+    n_args = node.attrs["n_product_args"]
+
+    def run(*args: Any) -> Any:
+        x, y = args[0], args[1]
+        if product_op == "nn.linear":
+            if args[2] is not None or y.__class__ is not np.ndarray:
+                return unfused(*args)  # the bias was left out of the loop
+            y = y.T
+        single = single_product(mkl, x, y)
+        if single is None:
+            return unfused(*args)
+        result = kernel.run_after_product(single, at, args[n_args:])
+        if result is NotImplemented:
+            return unfused(*args)
+        return result
+
+    return run

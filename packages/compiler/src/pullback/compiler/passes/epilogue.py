@@ -61,7 +61,9 @@ def matmul_epilogue(graph: Graph) -> Graph:
                        if kernel.ops[o].dtype == product.dtype and j not in kernel.out_into), None)
         if target is not None:
             kernel.out_into[target] = k
-            kernel._built, kernel._function = False, None
+        if product.dtype.name in ("float32", "float64"):
+            kernel.after_product = product.dtype.name  # MKL may run it block by block
+        kernel._built, kernel._function = False, None
         product_inputs = tuple(node.inputs)
         if node.op == "nn.linear" and _bias_into_loop(kernel, loop, k, node.inputs[2]):
             product_inputs = (*node.inputs[:2], None)
