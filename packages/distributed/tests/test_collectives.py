@@ -14,21 +14,43 @@ def test_collectives_match_the_single_process_answer(launch, n):
 
 def test_abort_mode_reduces_as_raise_mode_does(launch):
     """on_timeout="abort", chosen by the environment variable, runs the lean path's all-reduces
-    as MPI's blocking call under one watchdog thread per group, with the same results."""
-    raised = rank_results(launch(2, "collectives", "raise"), 2)
-    aborting = rank_results(launch(2, "collectives", "abort",
-                                   env={"PULLBACK_DISTRIBUTED_ON_TIMEOUT": "abort"}), 2)
-    for ours, theirs in zip(sorted(aborting, key=lambda r: r["rank"]),
-                            sorted(raised, key=lambda r: r["rank"])):
+    as MPI's blocking call under one watchdog thread per group, with the same results; so do
+    both modes of the lean path in Python (no native build: PULLBACK_NATIVE=0)."""
+    runs = {}
+    for mode in ("raise", "abort"):
+        for compiled in (True, False):
+            env = {"PULLBACK_DISTRIBUTED_ON_TIMEOUT": mode, **({} if compiled else
+                                                               {"PULLBACK_NATIVE": "0"})}
+            reports = rank_results(launch(2, "collectives", mode, env=env), 2)
+            runs[mode, compiled] = sorted(reports, key=lambda r: r["rank"])
+    for rank in range(2):
         # Two ranks: every algorithm adds the same two operands, so the bits must agree.
-        assert ours["digest"] == theirs["digest"], (ours, theirs)
-        assert theirs["Allreduce"] == 0 and theirs["watchdogs"] == []
-        # The lean path's calls were blocking in abort mode, non-blocking in raise mode.
-        blocking = ours["Allreduce"]
-        assert blocking > 0, ours
-        assert ours["Iallreduce"] == theirs["Iallreduce"] - blocking
-        # One thread for the world and one for the sub-group of ranks 0 and 1, not one per call.
-        assert len(ours["watchdogs"]) == 2, ours
+        assert len({runs[key][rank]["digest"] for key in runs}) == 1, runs
+        for compiled in (True, False):
+            ours, theirs = runs["abort", compiled][rank], runs["raise", compiled][rank]
+            assert ours["compiled"] == theirs["compiled"] == compiled, (ours, theirs)
+            assert theirs["Allreduce"] == 0 and theirs["watchdogs"] == []
+            # One thread for the world and one for the sub-group of ranks 0 and 1.
+            assert len(ours["watchdogs"]) == 2, ours
+            if compiled:
+                # The lean calls went to C in both modes (mpi4py saw only the general path's),
+                # as many in each; C refused the same ones (views, widened dtypes).
+                assert ours["native"] == theirs["native"] > 0, (ours, theirs)
+                assert ours["native_refused"] == theirs["native_refused"] > 0
+                assert ours["Allreduce"] == 0 and ours["Iallreduce"] == theirs["Iallreduce"]
+            else:
+                # In Python they were blocking in abort mode, non-blocking in raise mode.
+                assert ours["native"] == theirs["native"] == 0
+                blocking = ours["Allreduce"]
+                assert blocking > 0, ours
+                assert ours["Iallreduce"] == theirs["Iallreduce"] - blocking
+
+
+def test_the_compiled_lean_path_equals_mpi4py_and_refuses_what_it_does_not_cover(launch):
+    """Every dtype and op the C path covers, in both timeout modes, bit-equal to mpi4py's
+    Allreduce; strided, float16 and bool tensors go down the general path; bad arguments to
+    the builtin are refused, never a crash (checks inside the scenario)."""
+    rank_results(launch(2, "lean_native_edges"), 2)
 
 
 @pytest.mark.cuda

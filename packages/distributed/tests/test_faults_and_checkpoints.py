@@ -29,15 +29,25 @@ def test_a_dead_rank_is_named_within_the_timeout(launch, path):
     assert 3.0 <= survivor["seconds"] < 20.0, survivor
 
 
-@pytest.mark.parametrize("path, thread_level", [("lean", "multiple"), ("lean", "serialized"),
-                                                ("general", "multiple")])
-def test_abort_mode_ends_the_job_naming_the_dead_rank(launch, path, thread_level):
+@pytest.mark.parametrize("path, thread_level, compiled", [
+    ("lean", "multiple", True), ("lean", "serialized", True), ("lean", "multiple", False),
+    ("general", "multiple", True)])
+def test_abort_mode_ends_the_job_naming_the_dead_rank(launch, path, thread_level, compiled):
     timeout = 3.0
     result = launch(2, "dead_rank", str(timeout), path, "abort", thread_level,
-                    flags=("-disable-auto-cleanup",), timeout=120, survive_launcher=True)
+                    flags=("-disable-auto-cleanup",), timeout=120, survive_launcher=True,
+                    env=None if compiled else {"PULLBACK_NATIVE": "0"})
     ended = time.monotonic()  # CLOCK_MONOTONIC: the same clock as the ranks'
     reports = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", result.stdout)]
     survivor = next(r for r in reports if "waiting_since" in r)
+    running = [r for r in reports if "running_seconds" in r]
+    if path == "lean" and compiled:
+        # Half-way to the timeout the compiled call was blocked in MPI_Allreduce, announced to
+        # the watchdog (what it fires on), op included.
+        assert len(running) == 1 and running[0]["running_op"] == "sum", reports
+        assert 0.5 * timeout - 0.5 < running[0]["running_seconds"] < timeout, running
+    else:
+        assert running == [], reports
     assert survivor["thread_level"] == thread_level, survivor
     assert not any("returned" in r or "error" in r for r in reports), reports
     assert result.returncode != 0, result

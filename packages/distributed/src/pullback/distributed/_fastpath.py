@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import time
 import weakref
+from typing import Any
 
 import numpy as np
 
 from pullback import Tensor
 
 from . import _group
-from ._backend import wait_request
+from ._backend import MPIBackend, wait_request
 from ._group import ProcessGroup
 
 # The dtypes MPI reduces itself (float16, bfloat16 and bool are widened by the general path).
@@ -64,12 +65,38 @@ def all_reduce(tensor: Tensor, op: str, group: ProcessGroup | None) -> bool:
     if mpi is None or not isinstance(tensor, Tensor):
         return False
     array = tensor.array
-    mpi_op = mpi.ops.get(op)
-    if mpi_op is None:
-        return False
-    last = _last_fit
-    if (last is None or last[0]() is not array or last[1] is not array.dtype) and not _fit(array):
-        return False
+    lean = g.lean_native
+    if lean is not None:  # compiled: the C call checks the array itself
+        index = lean.ops.get(op)
+        if index is None:
+            return False
+        done = lean.reduce(array, index)
+        if done is not True:
+            if done is False:
+                return False
+            if done is not None:
+                raise mpi.error(done)
+            request = mpi.request(lean.pending())
+            if not wait_request(request, g.timeout):
+                g.timed_out(f"all_reduce(op={op!r})")
+    else:
+        mpi_op = mpi.ops.get(op)
+        if mpi_op is None:
+            return False
+        last = _last_fit
+        if ((last is None or last[0]() is not array or last[1] is not array.dtype)
+                and not _fit(array)):
+            return False
+        _reduce_in_python(g, mpi, array, mpi_op, op)
+    if op == "avg":
+        np.divide(array, g.size, out=array, casting="unsafe")
+    tensor._version[0] += 1  # written in place, outside the graph
+    return True
+
+
+def _reduce_in_python(g: ProcessGroup, mpi: MPIBackend, array: np.ndarray, mpi_op: Any,
+                      op: str) -> None:
+    """The lean all-reduce through mpi4py, where the compiled one could not be built."""
     watch = g.watchdog
     if watch is None:
         request = mpi.comm.Iallreduce(mpi.in_place, array, op=mpi_op)
@@ -83,7 +110,3 @@ def all_reduce(tensor: Tensor, op: str, group: ProcessGroup | None) -> bool:
             mpi.comm.Allreduce(mpi.in_place, array, op=mpi_op)
         finally:  # an MPI error must not leave the watchdog armed
             watch.since = 0.0
-    if op == "avg":
-        np.divide(array, g.size, out=array, casting="unsafe")
-    tensor._version[0] += 1  # written in place, outside the graph
-    return True

@@ -12,9 +12,9 @@ from __future__ import annotations
 import atexit
 import os
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable
 
-from . import _watchdog
+from . import _native, _watchdog
 from ._backend import MPIBackend, NCCLBackend, Request, spin_wait
 from .errors import DistributedError
 
@@ -69,15 +69,21 @@ class ProcessGroup:
         # In abort mode, the thread that watches the lean path's blocking all-reduces (None
         # in raise mode: the lean path then polls a non-blocking one with the timeout).
         self.watchdog: _watchdog.Watchdog | None = None
+        # The lean path compiled (one C call per all-reduce), where it could be built; None:
+        # the lean path runs in Python on mpi4py.
+        self.lean_native: _native.LeanAllReduce | None = None
         if self.rank >= 0:
             mpi = MPIBackend(comm)
             self._impl = NCCLBackend(mpi, device_index) if backend == "nccl" else mpi
             self._mpi = mpi
             self.lean_mpi = mpi if backend == "mpi" else None
-            if on_timeout == "abort" and self.lean_mpi is not None:
+            abort = on_timeout == "abort" and self.lean_mpi is not None
+            if self.lean_mpi is not None:
+                self.lean_native = _native.lean_allreduce(mpi.comm, mpi.ops, blocking=abort)
+            if abort:
                 self.watchdog = _watchdog.Watchdog(
                     timeout, lambda what: self._end_job(what, from_main_thread=False),
-                    f"pullback-distributed-watchdog(ranks={ranks})")
+                    f"pullback-distributed-watchdog(ranks={ranks})", self._native_running())
 
     def __repr__(self) -> str:
         return (f"ProcessGroup(backend={self.backend!r}, ranks={self.ranks}, rank={self.rank}, "
@@ -105,7 +111,7 @@ class ProcessGroup:
         if self.on_timeout == "abort":
             self._end_job(what, from_main_thread=True)
         self.broken = True
-        self.lean_mpi = None
+        self.lean_mpi = self.lean_native = None
         _mark_broken()
         raise self._timeout_error(what)
 
@@ -117,6 +123,19 @@ class ProcessGroup:
         error = self._timeout_error(what)
         _watchdog.end_job(f"{type(error).__name__}: {error}; ending the job "
                           "(on_timeout='abort')", self._mpi.comm, from_main_thread)
+
+    def _native_running(self) -> Callable[[], tuple[float, str]] | None:
+        """What the watchdog reads of the compiled lean path's running call (None: it reads
+        the Python lean path's attributes)."""
+        lean = self.lean_native
+        if lean is None:
+            return None
+
+        def running() -> tuple[float, str]:
+            seconds, index = lean.running()
+            return seconds, f"all_reduce(op={lean.names[index]!r})"
+
+        return running
 
     def stop_watchdog(self) -> None:
         if self.watchdog is not None:

@@ -81,18 +81,23 @@ def timeout_error(what: str, timeout: float, peers: list[Peer], me: Peer) -> Dis
 class Watchdog:
     """One thread per process group in abort mode, watching its blocking collectives.
 
-    A collective announces itself by storing :attr:`since` (``time.monotonic()`` when it
-    started; 0.0 when none runs) and :attr:`op`: two attribute stores, no lock, so the hot path
-    pays about a tenth of a microsecond. The thread wakes every ``min(1 s, timeout / 10)``; a
-    collective found running for longer than the timeout makes it call ``fire(what)``, which
-    ends the job. Python's attribute stores are atomic under the GIL, and a stale read only
-    delays the check by one wake-up (the thread rereads :attr:`since` before firing).
+    The lean all-reduce announces a call one of two ways. Compiled
+    (:mod:`pullback.distributed._native`), the C call stores its start in its own state, and
+    ``running`` (given here) reads it back as (seconds running, what). In Python, the call
+    stores :attr:`since` (``time.monotonic()`` when it started; 0.0 when none runs) and
+    :attr:`op`: two attribute stores, no lock, about a tenth of a microsecond. The thread wakes
+    every ``min(1 s, timeout / 10)``; a collective found running for longer than the timeout
+    (read twice, so that one which ended meanwhile does not count) makes it call
+    ``fire(what)``, which ends the job. Python's attribute stores are atomic under the GIL, and
+    a stale read only delays the check by one wake-up.
     """
 
-    def __init__(self, timeout: float, fire: Callable[[str], Any], name: str) -> None:
+    def __init__(self, timeout: float, fire: Callable[[str], Any], name: str,
+                 running: Callable[[], tuple[float, str]] | None = None) -> None:
         self.since = 0.0
         self.op = ""
         self._timeout, self._fire = timeout, fire
+        self._running = self._attributes if running is None else running
         self._period = min(1.0, timeout / 10)
         self._stopped = threading.Event()
         # A daemon: a process that returns from main without destroying its group must not
@@ -100,11 +105,15 @@ class Watchdog:
         self._thread = threading.Thread(target=self._watch, name=name, daemon=True)
         self._thread.start()
 
+    def _attributes(self) -> tuple[float, str]:
+        since = self.since
+        return (time.monotonic() - since if since else 0.0), f"all_reduce(op={self.op!r})"
+
     def _watch(self) -> None:
         while not self._stopped.wait(self._period):
-            since = self.since
-            if since and time.monotonic() - since > self._timeout and self.since == since:
-                self._fire(f"all_reduce(op={self.op!r})")
+            seconds, what = self._running()
+            if seconds > self._timeout and self._running()[0] > self._timeout:
+                self._fire(what)
                 return
 
     def stop(self) -> None:
