@@ -6,6 +6,8 @@ Four sides reduce in place (MPI_IN_PLACE), each on its own communicator:
 
 - ``pullback``: ``dist.all_reduce(t)`` on the world, ``on_timeout="raise"`` (synchronous, a
   non-blocking all-reduce completed by a timed poll; past the timeout, a catchable error);
+  its lean path is one C call per all-reduce where it could be compiled (every line says
+  ``compiled_lean_path``), else Python on mpi4py;
 - ``pullback_abort``: ``dist.all_reduce(t, group=g)`` on a group of every rank made with
   ``on_timeout="abort"`` (MPI's blocking all-reduce under the group's watchdog thread, which
   ends the job past the timeout);
@@ -28,6 +30,7 @@ carries the 1-minute load average when the size started.
 
     python benchmarks/distributed_allreduce.py             # relaunches itself on 2 processes
     python benchmarks/distributed_allreduce.py --runs 3    # the whole sweep three times
+    PULLBACK_NATIVE=0 python benchmarks/distributed_allreduce.py   # the lean path in Python
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ def main() -> None:
 
     dist.init_process_group("mpi", timeout=600, on_timeout="raise")
     aborting = dist.new_group(on_timeout="abort")
+    # The lean path in C (pullback.distributed._native), or in Python with PULLBACK_NATIVE=0.
+    compiled = aborting.lean_native is not None
     blocking_comm, nonblocking_comm = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     n, rank = blocking_comm.Get_size(), blocking_comm.Get_rank()
 
@@ -113,7 +118,7 @@ def main() -> None:
                 continue
             row = {"benchmark": "distributed_allreduce", "run": run, "bytes": nbytes,
                    "ranks": n, "repetitions": reps, "calls_per_block": calls,
-                   "load_avg_1min": round(load, 2)}
+                   "load_avg_1min": round(load, 2), "compiled_lean_path": compiled}
             for side in SIDES:
                 q1, med, q3 = _quartiles(times[side])
                 row[f"{side}_us"] = round(med * 1e6, 2)

@@ -4,13 +4,15 @@
 Sides, each on its own communicator, on the same 1 KB float32 buffers:
 
 - ``raise_mode``: ``dist.all_reduce(t)`` on the world (``on_timeout="raise"``: the lean path's
-  ``MPI_Iallreduce`` and its first ``Test``);
+  ``MPI_Iallreduce`` and its first ``Test``; one C call where the lean path is compiled, as
+  the line's ``compiled_lean_path`` says, else mpi4py's);
 - ``abort_mode``: ``dist.all_reduce(t, group=g)`` on a group made with ``on_timeout="abort"``
-  (the lean path's blocking ``MPI_Allreduce`` between the watchdog's timestamp store and clear);
+  (the lean path's blocking ``MPI_Allreduce``, its start announced to the watchdog);
 - ``bare_iallreduce_test`` and ``bare_allreduce``: the same MPI calls from mpi4py, nothing
   around them;
-- ``watchdog_stores``: the three attribute stores and the clock read that abort mode adds
-  around the call, alone (with a ``try``/``finally``, as in the lean path);
+- ``watchdog_stores``: the three attribute stores and the clock read that abort mode's lean
+  path in Python adds around the call, alone (with a ``try``/``finally``, as there; the
+  compiled path stores the start in C);
 - ``empty_call``: a Python function that does nothing (what one call of any side costs).
 
 The sides are interleaved within every repetition; each prints its best and median time per
@@ -18,6 +20,7 @@ call over the repetitions (the best is the least disturbed by other jobs on a sh
 and the line carries the 1-minute load average.
 
     python benchmarks/distributed_call_overhead.py
+    PULLBACK_NATIVE=0 python benchmarks/distributed_call_overhead.py   # the lean path in Python
 """
 
 from __future__ import annotations
@@ -80,7 +83,8 @@ def main() -> None:
             array.fill(1.0)
     row = {"benchmark": "distributed_call_overhead", "bytes": count * 4,
            "repetitions": args.repetitions, "calls_per_block": args.calls,
-           "load_avg_1min": round(load, 2)}
+           "load_avg_1min": round(load, 2),
+           "compiled_lean_path": aborting.lean_native is not None}
     for name, values in times.items():
         row[f"{name}_best_us"] = round(min(values) * 1e6, 3)
         row[f"{name}_median_us"] = round(statistics.median(values) * 1e6, 3)

@@ -23,9 +23,10 @@ Example (``mpiexec -n 2 python train.py``)::
 from .__about__ import __version__
 from ._checkpoint import save_checkpoint
 from ._collectives import (
-    ReduceOp, Work, all_gather, all_reduce, barrier, broadcast, recv, reduce_scatter, send,
+    ReduceOp, Work, all_gather, barrier, broadcast, recv, reduce_scatter, send,
 )
 from ._ddp import DistributedDataParallel
+from ._fastpath import all_reduce
 from ._group import (
     ProcessGroup, destroy_process_group, get_backend, get_rank, get_world_size,
     init_process_group, is_initialized, launched_world_size, new_group,

@@ -14,7 +14,6 @@ import numpy as np
 from pullback import Tensor
 from pullback.errors import ShapeError
 
-from . import _fastpath
 from ._backend import REDUCTIONS, Request
 from ._group import ProcessGroup, resolve
 from .errors import DistributedError
@@ -97,12 +96,10 @@ def _group_rank(group: ProcessGroup, rank: int, what: str) -> int:
     return group.ranks.index(rank)
 
 
-def all_reduce(tensor: Tensor, op: str = ReduceOp.SUM, group: ProcessGroup | None = None,
-               async_op: bool = False) -> Work | None:
-    """Reduce ``tensor`` over the group's ranks (sum, avg, max, min, product), in place on
-    every rank."""
-    if not async_op and _fastpath.all_reduce(tensor, op, group):
-        return None
+def general_all_reduce(tensor: Tensor, op: str, group: ProcessGroup | None,
+                       async_op: bool) -> Work | None:
+    """:func:`pullback.distributed.all_reduce` (:mod:`pullback.distributed._fastpath`) where its
+    lean path does not cover the call: any tensor, op, device or ``async_op``, checked."""
     what = f"all_reduce(op={op!r})"
     g = resolve(group, what)
     if op not in REDUCTIONS:
