@@ -78,15 +78,21 @@ static void claim_shares(void) {
     }
 }
 
-/* Wait until `generation` differs from `seen` and is even (a job is ready); return it. */
+/* Wait until `generation` differs from `seen` and is even (a job is ready); return it.
+ * The spin yields the core now and then: another thread that is ready to run there (BLAS's
+ * own workers, which spin the same way, or another process) gets it, and this one goes on
+ * polling when nothing else wants the core. */
 static uint64_t next_job(uint64_t seen) {
     int64_t deadline = now_ns() + SPIN_NS;
     for (unsigned spins = 0;; spins++) {
         uint64_t g = LOAD(&pool.generation);
         if (g != seen && !(g & 1))
             return g;
-        if ((spins & 255) == 255 && now_ns() > deadline)
-            break;
+        if ((spins & 63) == 63) {
+            if (now_ns() > deadline)
+                break;
+            sched_yield();
+        }
         CPU_RELAX();
     }
     pthread_mutex_lock(&pool.sleep_lock);
