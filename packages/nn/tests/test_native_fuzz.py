@@ -1,5 +1,5 @@
 """Fuzzing nn's native kernels (im2col, col2im, softmax, layer norm, log-softmax and
-cross-entropy with their backwards, the LSTM layer's time loops)
+cross-entropy with their backwards, the LSTM layer's time loops, attention forward and backward)
 through their entry points, each case in a worker process (``pullback.testing.isolation``): a
 crash fails the case and says which, instead of killing pytest.
 
@@ -30,12 +30,12 @@ from pullback.testing.isolation import Workers, fuzz_in_isolation  # noqa: E402
 
 CASES_FILE = Path(__file__).with_name("nn_native_fuzz_cases.py")
 KERNELS = ("im2col", "col2im", "softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
-           "log_softmax", "cross_entropy", "lstm")
+           "log_softmax", "cross_entropy", "lstm", "attention")
 CASES_PER_KERNEL = 2000
 SANITIZED_CASES_PER_KERNEL = 200
 # Kernels whose row loops hold no index arithmetic beyond the row's own (log-softmax and
 # cross-entropy share softmax's), fuzzed with fewer cases to keep the folder's time.
-FEWER_CASES = {"log_softmax": 800, "cross_entropy": 800, "lstm": 400}
+FEWER_CASES = {"log_softmax": 800, "cross_entropy": 800, "lstm": 400, "attention": 600}
 
 # -- strategies --------------------------------------------------------------------------------
 
@@ -144,7 +144,39 @@ def lstm_case(draw: Any) -> dict[str, Any]:
             "reverse": draw(st.booleans()), "seed": draw(seeds), "special": draw(st.booleans())}
 
 
+@st.composite
+def attention_case(draw: Any) -> dict[str, Any]:
+    """Batch axes 0 to 3 (broadcast among the operands, or not fitting), lengths and head dims
+    from 0 (mostly fitting each other), the weights' shape right or not."""
+    batch = [draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 3)))]
+    lengths = st.sampled_from([0, 1, 2, 5, 16, 17, 33])
+    length, keys = draw(lengths), draw(lengths)
+    dim, value_dim = draw(st.sampled_from([0, 1, 3, 16, 17])), draw(st.sampled_from([1, 3, 16]))
+
+    def lead() -> list[int]:  # the operand's batch axes: all, broadcast ones, fewer, or wrong
+        how = draw(st.sampled_from(["same"] * 5 + ["ones", "fewer", "wrong"]))
+        if how == "ones":
+            return [1] * len(batch)
+        if how == "fewer":
+            return batch[1:]
+        return [b + 1 for b in batch] if how == "wrong" else list(batch)
+
+    off = st.sampled_from([0] * 8 + [1])  # a dimension that does not fit, now and then
+    layout = lambda: draw(layouts)  # noqa: E731
+    return {"entry": "attention", "q_shape": lead() + [length, dim],
+            "k_shape": lead() + [keys, dim + draw(off)],
+            "v_shape": lead() + [keys + draw(off), value_dim],
+            "g_shape": batch + [length, value_dim + draw(off)],
+            "w_shape": batch + [length, keys + draw(off)],
+            "q_layout": layout(), "k_layout": layout(), "v_layout": layout(),
+            "g_layout": layout(), "dtype": draw(dtypes), "seed": draw(seeds),
+            "special": draw(st.booleans()), "causal": draw(st.booleans()),
+            "scale": draw(st.sampled_from([0.35, 1.0, -0.7, 0.0, 1e30]))}
+
+
 def strategy(kernel_name: str) -> st.SearchStrategy[dict[str, Any]]:
+    if kernel_name == "attention":
+        return attention_case()
     if kernel_name in ("im2col", "col2im"):
         return window_case(kernel_name)
     if kernel_name == "lstm":

@@ -5,7 +5,8 @@ a softmax and its backward, and the heads' split and merge copies, each a pass o
 
 Covered: float32 or float64 ``q`` (..., L, E), ``k`` (..., S, E), ``v`` (..., S, Ev) of one
 dtype, at most two batch axes (broadcast among the operands), no size 0, no additive mask and
-no dropout (the op's caller decides that), with a C compiler. Both functions return
+no dropout (the op's caller decides that), v's batch axes no wider than q's and k's together
+(the saved weights keep the composition's shape), with a C compiler. Both functions return
 ``NotImplemented`` otherwise, and the op's NumPy composition runs.
 
 The operands are read through their strides, so the heads that the GPT slices out of its QKV
@@ -99,8 +100,8 @@ def attention(q: Any, k: Any, v: Any, bias: Any = None, keep: Any = None, *, sca
         return NotImplemented
     batch, suffix, (qs, ks, vs) = found
     kernel = _kernel(f"sdpa_forward_{suffix}", 6, 21)
-    if kernel is None:
-        return NotImplemented
+    if kernel is None or np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) != batch:
+        return NotImplemented  # (also where only v's batch axes widen: the weights would too)
     (length, features), keys, value_features = q.shape[-2:], k.shape[-2], v.shape[-1]
     out = _heads_out(batch, length, value_features, q.dtype)
     weights = np.empty(batch + (length, keys), dtype=q.dtype)

@@ -146,29 +146,18 @@ static inline int64_t SDPA_NAME(seen)(int64_t i, int64_t S, int64_t causal) {
     return causal && i + 1 < S ? i + 1 : S;
 }
 
-/* The sum and the max of a vector's lanes, as a tree (depth log2 W, where a running scalar
- * would wait W times on the previous add): AVX-512's shuffle trees, else a loop gcc may or
- * may not vectorize. The max is taken over lanes that hold no NaN. */
-static inline T SDPA_NAME(lanes_sum)(V x) {
+/* The sum (take_max = 0) or the max of a vector's lanes, as a tree (depth log2 W, where a
+ * running scalar would wait W times on the previous step): AVX-512's shuffle trees, else a
+ * loop gcc may or may not vectorize. The max is taken over lanes that hold no NaN. */
+static inline T SDPA_NAME(lanes_fold)(V x, const int take_max) {
 #ifdef SDPA_REDUCE_ADD
-    return SDPA_REDUCE_ADD(x);
+    return take_max ? SDPA_REDUCE_MAX(x) : SDPA_REDUCE_ADD(x);
 #else
     T a[sizeof(V) / sizeof(T)];
     memcpy(a, &x, sizeof a);
     for (int64_t w = W / 2; w >= 1; w /= 2)
-        for (int64_t u = 0; u < w; u++) a[u] += a[u + w];
-    return a[0];
-#endif
-}
-
-static inline T SDPA_NAME(lanes_max)(V x) {
-#ifdef SDPA_REDUCE_MAX
-    return SDPA_REDUCE_MAX(x);
-#else
-    T a[sizeof(V) / sizeof(T)];
-    memcpy(a, &x, sizeof a);
-    for (int64_t w = W / 2; w >= 1; w /= 2)
-        for (int64_t u = 0; u < w; u++) a[u] = a[u + w] > a[u] ? a[u + w] : a[u];
+        for (int64_t u = 0; u < w; u++)
+            a[u] = take_max ? (a[u + w] > a[u] ? a[u + w] : a[u]) : a[u] + a[u + w];
     return a[0];
 #endif
 }
@@ -190,7 +179,7 @@ static void SDPA_NAME(softmax_row)(T *restrict p, T *restrict s, int64_t seen, i
                               * the sum NaN below, so the whole row */
         top = (V)(((M)x & greater) | ((M)top & ~greater));
     }
-    const T m = SDPA_NAME(lanes_max)(top);
+    const T m = SDPA_NAME(lanes_fold)(top, 1);
     T lanes[sizeof(V) / sizeof(T)] = {0};
     for (int64_t j = 0; j < n; j += W)
         for (int64_t u = 0; u < W; u++) {
@@ -200,7 +189,7 @@ static void SDPA_NAME(softmax_row)(T *restrict p, T *restrict s, int64_t seen, i
         }
     V sums;
     memcpy(&sums, lanes, sizeof sums);
-    const T inv = 1 / SDPA_NAME(lanes_sum)(sums);
+    const T inv = 1 / SDPA_NAME(lanes_fold)(sums, 0);
     for (int64_t j = 0; j < seen; j++) p[j] = s[j] * inv;
     for (int64_t j = seen; j < S; j++) p[j] = 0;
 }
@@ -219,7 +208,7 @@ static void SDPA_NAME(ds_row)(T *restrict dr, const T *restrict pr, int64_t seen
         for (int64_t u = 0; u < W; u++) lanes[u] += pr[j + u] * dr[j + u];
     V sums;
     memcpy(&sums, lanes, sizeof sums);
-    T dot = SDPA_NAME(lanes_sum)(sums);
+    T dot = SDPA_NAME(lanes_fold)(sums, 0);
     for (; j < seen; j++) dot += pr[j] * dr[j];
     for (j = 0; j < seen; j++) dr[j] = pr[j] * (dr[j] - dot);
     for (; j < used; j++) dr[j] = 0;
