@@ -192,7 +192,7 @@ def lean_native_edges() -> None:
         assert calls["native_refused"] == 3 and calls["native"] == covered + 1, calls
     # Nothing crashes the builtin: a bad array or op index is refused (False), a call of the
     # wrong shape is a TypeError.
-    lean = _native.lean_allreduce(reference, world.lean_mpi.ops, blocking=True)
+    lean = _native.lean_allreduce(reference, world.lean_mpi.ops, True, 60.0)
     read_only = np.ones(3)
     read_only.flags.writeable = False
     for bad in (None, [1.0, 2.0], b"bytes", "text", read_only, np.ones(6)[::2],

@@ -55,8 +55,6 @@ class MPIBackend:
         self.in_place = MPI.IN_PLACE
         self.ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
                     "product": MPI.PROD}
-        # For the compiled lean all-reduce, which hands back raw handles and error codes.
-        self.request, self.error = MPI.Request.fromhandle, MPI.Exception
 
     @staticmethod
     def world() -> MPIBackend:

@@ -8,9 +8,9 @@ path reduces the tensor's own array in place, keeping the group's timeout and th
 the dead ranks. It is compiled where it can be (:mod:`pullback.distributed._native`: one C
 call that checks the array through the buffer protocol and calls MPI), else Python on mpi4py:
 
-- on_timeout "raise": the non-blocking ``MPI_Iallreduce`` and one ``MPI_Test``; a call not
-  done by then is completed by :func:`pullback.distributed._backend.wait_request` (a timed
-  poll), which raises past the timeout;
+- on_timeout "raise": the non-blocking ``MPI_Iallreduce``, completed by the timed poll of
+  :func:`pullback.distributed._backend.poll` (in C where compiled; with the GIL released),
+  and the error past the timeout;
 - on_timeout "abort": the blocking ``MPI_Allreduce`` (MPICH's is faster at some sizes: 5.6
   against 7.1 us at 4 KB here), its start announced to the group's watchdog thread, which
   ends the job if the call outlives the timeout.
@@ -60,8 +60,10 @@ def all_reduce(tensor: Tensor, op: str = ReduceOp.SUM, group: ProcessGroup | Non
             index = lean.ops.get(op)
             done = False if index is None else lean.reduce(tensor.array, index)
             if done is not False:  # False: not covered, nothing was done
-                if done is not True:
-                    _complete(g, done, op)
+                if done is not True:  # MPI's error code, or None: past the timeout
+                    if done is not None:
+                        raise lean.error(done)
+                    g.timed_out(f"all_reduce(op={op!r})")
                 if op == "avg":
                     np.divide(tensor.array, g.size, out=tensor.array, casting="unsafe")
                 tensor._version[0] += 1  # written in place, outside the graph
@@ -69,17 +71,6 @@ def all_reduce(tensor: Tensor, op: str = ReduceOp.SUM, group: ProcessGroup | Non
         elif g.lean_mpi is not None and _reduce_in_python(g, g.lean_mpi, tensor, op):
             return None
     return general_all_reduce(tensor, op, group, async_op)
-
-
-def _complete(g: ProcessGroup, done: int | None, op: str) -> None:
-    """After the compiled call answered ``done``: raise MPI's error (an int), or wait for the
-    non-blocking call still running (None) with the group's timeout."""
-    mpi = g.lean_mpi
-    assert mpi is not None and g.lean_native is not None  # both set or both cleared
-    if done is not None:
-        raise mpi.error(done)
-    if not wait_request(mpi.request(g.lean_native.pending()), g.timeout):
-        g.timed_out(f"all_reduce(op={op!r})")
 
 
 def _fit(array: np.ndarray) -> bool:

@@ -79,7 +79,7 @@ class ProcessGroup:
             self.lean_mpi = mpi if backend == "mpi" else None
             abort = on_timeout == "abort" and self.lean_mpi is not None
             if self.lean_mpi is not None:
-                self.lean_native = _native.lean_allreduce(mpi.comm, mpi.ops, blocking=abort)
+                self.lean_native = _native.lean_allreduce(mpi.comm, mpi.ops, abort, timeout)
             if abort:
                 self.watchdog = _watchdog.Watchdog(
                     timeout, lambda what: self._end_job(what, from_main_thread=False),

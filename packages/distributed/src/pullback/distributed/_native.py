@@ -30,6 +30,8 @@ import numpy as np
 
 from pullback import native
 
+from ._backend import EAGER_TESTS, TESTS_PER_YIELD
+
 _SOURCE = Path(__file__).parent / "_csrc" / "lean_allreduce.c"
 # The buffer formats reduced in C: NumPy's native integer and floating types that MPI adds
 # itself (float16, bfloat16 and bool are widened by the general path).
@@ -45,19 +47,19 @@ class LeanAllReduce(NamedTuple):
         reduce: ``reduce(array, op_index)``: True once reduced in place; False when not
             covered (not a writable C-contiguous buffer of a format in :data:`FORMATS`, or too
             large for an int count: nothing was done); an int, MPI's error code; None when the
-            non-blocking call is still running (its request handle is then ``pending()``).
+            non-blocking call did not complete within the timeout (the caller raises).
         running: ``running()``: the seconds the blocking call has run (0.0 when none runs) and
             its op's index, for the watchdog thread.
-        pending: ``pending()``: the handle of the request ``reduce`` left running.
         ops: op name -> op index (``"avg"`` is a sum; the caller divides).
         names: op index -> op name.
+        error: MPI's exception for one of its error codes.
     """
 
     reduce: Callable[[Any, int], Any]
     running: Callable[[], tuple[float, int]]
-    pending: Callable[[], int]
     ops: dict[str, int]
     names: tuple[str, ...]
+    error: Callable[[int], Exception]
 
 
 def _source() -> Path | None:
@@ -110,10 +112,12 @@ def _mpi_functions() -> tuple[int, int, int] | None:
     return None if None in found else (found[0], found[1], found[2])
 
 
-def lean_allreduce(comm: Any, ops: dict[str, Any], blocking: bool) -> LeanAllReduce | None:
+def lean_allreduce(comm: Any, ops: dict[str, Any], blocking: bool,
+                   timeout: float) -> LeanAllReduce | None:
     """The compiled lean all-reduce over the mpi4py communicator ``comm``, reducing with the
     mpi4py ops of ``ops`` (name -> op), blocking (``MPI_Allreduce``, abort mode) or not
-    (``MPI_Iallreduce`` and one ``MPI_Test``, raise mode); None where it cannot be built."""
+    (``MPI_Iallreduce`` and the timed poll of :func:`pullback.distributed._backend.poll`,
+    waiting ``timeout`` seconds: raise mode); None where it cannot be built."""
     from mpi4py import MPI
 
     make = _builder()
@@ -126,7 +130,9 @@ def lean_allreduce(comm: Any, ops: dict[str, Any], blocking: bool) -> LeanAllRed
     names = tuple(ops)
     datatypes = tuple(MPI._typedict[c].handle for c in FORMATS)
     itemsizes = tuple(np.dtype(c).itemsize for c in FORMATS)
-    reduce, running, pending = make((functions, comm.handle, int(MPI.IN_PLACE),
-                                     tuple(ops[n].handle for n in names), FORMATS, datatypes,
-                                     itemsizes, handle_size, MPI._sizeof(MPI.Status), blocking))
-    return LeanAllReduce(reduce, running, pending, {n: i for i, n in enumerate(names)}, names)
+    reduce, running = make((functions, comm.handle, int(MPI.IN_PLACE),
+                            tuple(ops[n].handle for n in names), FORMATS, datatypes, itemsizes,
+                            handle_size, MPI._sizeof(MPI.Status), blocking, timeout, EAGER_TESTS,
+                            TESTS_PER_YIELD))
+    return LeanAllReduce(reduce, running, {n: i for i, n in enumerate(names)}, names,
+                         MPI.Exception)

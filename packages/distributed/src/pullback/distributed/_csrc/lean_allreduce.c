@@ -9,12 +9,14 @@
  * anything that is not a writable C-contiguous buffer of a format MPI reduces natively is
  * refused (False), and the caller takes its general path.
  *
- * No mpi.h: MPI's functions, handles and MPI_IN_PLACE come from mpi4py as addresses and
+ * In raise mode the wait for a non-blocking call is here too (the loop of
+ * pullback.distributed._backend.poll, without the GIL). No mpi.h: MPI's functions, handles and MPI_IN_PLACE come from mpi4py as addresses and
  * integers, and a handle is either an int (MPICH and its derivatives) or a pointer (Open MPI),
  * told apart by its size. Python.h is included ahead of this file by the loader
  * (pullback/distributed/_native.py), which knows where this interpreter's headers are.
  */
 #include <limits.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -40,12 +42,19 @@ typedef struct {
     Py_ssize_t itemsize[128];
     int n_ops;
     int handle_size;  /* 4: int handles; 8: pointer handles */
-    int blocking;     /* 1: MPI_Allreduce (abort mode); 0: MPI_Iallreduce + one MPI_Test */
+    int blocking;     /* 1: MPI_Allreduce (abort mode); 0: MPI_Iallreduce and a timed poll */
     /* The running blocking call, for the group's watchdog thread: its start (CLOCK_MONOTONIC
      * seconds; 0 when none runs) and its op's index. Written by the calling thread only. */
     volatile double since;
     volatile int op_index;
-    intptr_t pending;  /* a non-blocking call not complete at its first test */
+    /* The non-blocking call's wait, as pullback.distributed._backend.poll's: how long, the
+     * tests before the deadline starts, and the tests between two yields of the processor. */
+    double timeout;
+    int eager_tests, tests_per_yield;
+    union {
+        int handle;
+        void *pointer;
+    } request;
     unsigned char status[STATUS_BYTES];
 } lean_state;
 
@@ -75,9 +84,32 @@ static int format_index(const char *format, const lean_state *s, Py_ssize_t item
     return (int)c;
 }
 
+static int test(lean_state *s, int *done) {
+    if (s->handle_size == 4)
+        return ((test_int)s->test)(&s->request.handle, done, s->status);
+    return ((test_ptr)s->test)(&s->request.pointer, done, s->status);
+}
+
+/* Test the started request until it is done or the timeout has passed (done stays 0): MPI
+ * progresses it only inside its calls. Called without the GIL. */
+static int poll(lean_state *s, int *done) {
+    int rc = 0;
+    for (int i = 0; i < s->eager_tests && rc == 0 && !*done; i++)
+        rc = test(s, done);
+    double deadline = monotonic() + s->timeout;
+    while (rc == 0 && !*done) {
+        for (int i = 0; i < s->tests_per_yield && rc == 0 && !*done; i++)
+            rc = test(s, done);
+        if (rc != 0 || *done || monotonic() > deadline)
+            break;
+        sched_yield();  /* a peer rank sharing this core runs */
+    }
+    return rc;
+}
+
 /* reduce(array, op_index): True once reduced in place; False when not covered (nothing was
- * done); an int, MPI's error code; None when a non-blocking call is still running (its
- * request is then taken with pending()). */
+ * done); an int, MPI's error code; None when the non-blocking call did not complete within
+ * the timeout (the caller raises; the request is left to the broken group). */
 static PyObject *lean_reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     lean_state *s = state_of(self);
     if (s == NULL)
@@ -117,22 +149,22 @@ static PyObject *lean_reduce(PyObject *self, PyObject *const *args, Py_ssize_t n
                                                (void *)datatype, (void *)op, (void *)s->comm);
         Py_END_ALLOW_THREADS
         s->since = 0.0;
-    } else if (s->handle_size == 4) {
-        int request = 0;
-        rc = ((iallreduce_int)s->iallreduce)(s->in_place, view.buf, (int)count, (int)datatype,
-                                             (int)op, (int)s->comm, &request);
-        if (rc == 0)
-            rc = ((test_int)s->test)(&request, &done, s->status);
-        s->pending = request;
     } else {
-        void *request = NULL;
-        rc = ((iallreduce_ptr)s->iallreduce)(s->in_place, view.buf, (int)count, (void *)datatype,
-                                             (void *)op, (void *)s->comm, &request);
+        if (s->handle_size == 4)
+            rc = ((iallreduce_int)s->iallreduce)(s->in_place, view.buf, (int)count, (int)datatype,
+                                                 (int)op, (int)s->comm, &s->request.handle);
+        else
+            rc = ((iallreduce_ptr)s->iallreduce)(s->in_place, view.buf, (int)count,
+                                                 (void *)datatype, (void *)op, (void *)s->comm,
+                                                 &s->request.pointer);
         if (rc == 0)
-            rc = ((test_ptr)s->test)(&request, &done, s->status);
-        s->pending = (intptr_t)request;
+            rc = test(s, &done);  /* a small message is done here: no clock, no GIL release */
+        if (rc == 0 && !done) {
+            Py_BEGIN_ALLOW_THREADS
+            rc = poll(s, &done);
+            Py_END_ALLOW_THREADS
+        }
     }
-    /* A running request keeps the memory: the caller holds the array until it completes. */
     PyBuffer_Release(&view);
     if (rc != 0)
         return PyLong_FromLong(rc);
@@ -151,23 +183,10 @@ static PyObject *lean_running(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(di)", since > 0.0 ? monotonic() - since : 0.0, op_index);
 }
 
-/* pending(): the handle of the request reduce() left running. */
-static PyObject *lean_pending(PyObject *self, PyObject *unused) {
-    lean_state *s = state_of(self);
-    if (s == NULL)
-        return NULL;
-    /* As mpi4py's Request.fromhandle takes it: unsigned (MPICH's handles have the top bit set). */
-    if (s->handle_size == 4)
-        return PyLong_FromUnsignedLong((unsigned int)s->pending);
-    return PyLong_FromVoidPtr((void *)s->pending);
-}
-
 static PyMethodDef REDUCE = {"reduce", (PyCFunction)(void (*)(void))lean_reduce, METH_FASTCALL,
                              "reduce(array, op_index) -> True | False | None | MPI error code"};
 static PyMethodDef RUNNING = {"running", lean_running, METH_NOARGS,
                               "running() -> (seconds, op_index) of the blocking call"};
-static PyMethodDef PENDING = {"pending", lean_pending, METH_NOARGS,
-                              "pending() -> the request reduce() left running"};
 
 static void free_state(PyObject *capsule) {
     PyMem_Free(PyCapsule_GetPointer(capsule, CAPSULE));
@@ -214,26 +233,31 @@ static int fill(lean_state *s, PyObject *functions, PyObject *ops, const char *f
 }
 
 /* make((functions, comm, in_place, ops, formats, datatypes, itemsizes, handle_size, status_size,
- * blocking)) -> (reduce, running, pending): three builtins sharing one state. functions: the
+ * blocking, timeout, eager_tests, tests_per_yield)) -> (reduce, running): two builtins sharing
+ * one state. functions: the
  * addresses of MPI_Allreduce, MPI_Iallreduce and MPI_Test; ops: the op handles by index;
  * formats: the buffer format characters reduced here, with their datatype handles and item
  * sizes at the same positions of datatypes and itemsizes. */
 PyObject *pullback_lean_allreduce_make(PyObject *config) {
     PyObject *functions, *comm, *in_place, *ops, *datatypes, *itemsizes;
     const char *formats;
-    int handle_size, status_size, blocking;
-    if (!PyArg_ParseTuple(config, "OOOOsOOiip", &functions, &comm, &in_place, &ops, &formats,
-                          &datatypes, &itemsizes, &handle_size, &status_size, &blocking))
+    int handle_size, status_size, blocking, eager_tests, tests_per_yield;
+    double timeout;
+    if (!PyArg_ParseTuple(config, "OOOOsOOiipdii", &functions, &comm, &in_place, &ops, &formats,
+                          &datatypes, &itemsizes, &handle_size, &status_size, &blocking, &timeout,
+                          &eager_tests, &tests_per_yield))
         return NULL;
     Py_ssize_t n_ops = PySequence_Size(ops), n_formats = (Py_ssize_t)strlen(formats);
     if (n_ops < 0 || PySequence_Size(functions) != 3 || n_ops > N_OPS
         || PySequence_Size(datatypes) != n_formats || PySequence_Size(itemsizes) != n_formats
         || (handle_size != 4 && handle_size != 8) || status_size <= 0
-        || status_size > STATUS_BYTES) {
+        || status_size > STATUS_BYTES || !(timeout > 0.0) || eager_tests < 0
+        || tests_per_yield < 1) {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError, "lean all-reduce: bad configuration (3 functions, at "
                      "most %d ops, one datatype and item size per format, handles of 4 or 8 "
-                     "bytes, a status of at most %d bytes)", N_OPS, STATUS_BYTES);
+                     "bytes, a status of at most %d bytes, a positive timeout and test counts)",
+                     N_OPS, STATUS_BYTES);
         return NULL;
     }
     lean_state *s = PyMem_Calloc(1, sizeof(lean_state));
@@ -242,6 +266,9 @@ PyObject *pullback_lean_allreduce_make(PyObject *config) {
     s->n_ops = (int)n_ops;
     s->handle_size = handle_size;
     s->blocking = blocking;
+    s->timeout = timeout;
+    s->eager_tests = eager_tests;
+    s->tests_per_yield = tests_per_yield;
     intptr_t comm_handle = 0, in_place_address = 0;
     PyObject *pair = PyTuple_Pack(2, comm, in_place);
     if (pair == NULL || fill(s, functions, ops, formats, datatypes, itemsizes) != 0
@@ -260,13 +287,11 @@ PyObject *pullback_lean_allreduce_make(PyObject *config) {
     }
     PyObject *reduce = PyCFunction_New(&REDUCE, capsule);
     PyObject *running = PyCFunction_New(&RUNNING, capsule);
-    PyObject *pending = PyCFunction_New(&PENDING, capsule);
-    Py_DECREF(capsule);  /* the three functions hold it */
+    Py_DECREF(capsule);  /* the functions hold it */
     PyObject *result = NULL;
-    if (reduce != NULL && running != NULL && pending != NULL)
-        result = PyTuple_Pack(3, reduce, running, pending);
+    if (reduce != NULL && running != NULL)
+        result = PyTuple_Pack(2, reduce, running);
     Py_XDECREF(reduce);
     Py_XDECREF(running);
-    Py_XDECREF(pending);
     return result;
 }
