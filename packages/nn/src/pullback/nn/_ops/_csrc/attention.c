@@ -33,6 +33,9 @@
  * products here are the whole cost, and FMA halves their instructions (one rounding fewer).
  * Before the includes, so that pb_exp32 is built with the same options and inlines. */
 #pragma GCC optimize("fp-contract=fast")
+/* Nor may gcc turn the short row copies (32 elements in the GPT) into memcpy calls, whose
+ * overhead measured more than the copies themselves. */
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
 
 #include "pullback_math.h"
 
