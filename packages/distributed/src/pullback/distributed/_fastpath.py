@@ -91,7 +91,8 @@ def _reduce_in_python(g: ProcessGroup, mpi: MPIBackend, tensor: Tensor, op: str)
     if mpi_op is None:
         return False
     last = _last_fit
-    if (last is None or last[0]() is not array or last[1] is not array.dtype) and not _fit(array):
+    remembered = last is not None and last[1] is array.dtype and last[0]() is array
+    if not remembered and not _fit(array):
         return False
     watch = g.watchdog
     if watch is None:

@@ -30,12 +30,19 @@ import numpy as np
 
 from pullback import native
 
-from ._backend import EAGER_TESTS, TESTS_PER_YIELD
 
 _SOURCE = Path(__file__).parent / "_csrc" / "lean_allreduce.c"
 # The buffer formats reduced in C: NumPy's native integer and floating types that MPI adds
 # itself (float16, bfloat16 and bool are widened by the general path).
 FORMATS = "bBhHiIlLqQfd"
+# The raise mode's wait in C: tests before the deadline starts, and tests between two yields
+# of the processor (pullback.distributed._backend.poll's loop, with its own counts: a test
+# from C costs a fraction of one through mpi4py). Chosen in interleaved runs of 4 variants on
+# the loaded 2-core machine: as fast as 64 and 8 (the Python poll's counts) when the two ranks
+# had the cores, and when other processes kept both cores busy (MPI_Allreduce 4 times slower
+# than usual) 1.38-1.64 of MPI_Allreduce at 1 KB and 0.88-1.01 at 4 KB, against 0.72-1.04 and
+# 0.43-0.60: a rank that spins longer before yielding keeps its peer off a shared core.
+EAGER_TESTS, TESTS_PER_YIELD = 8, 4
 _lock = threading.Lock()
 _make: list[Callable[[tuple], tuple] | None] = []  # filled once: the builder, or None
 
@@ -105,24 +112,28 @@ def _mpi_functions() -> tuple[int, int, int] | None:
 
     try:
         library = ctypes.CDLL(MPI.__file__)
-        found = [ctypes.cast(getattr(library, name), ctypes.c_void_p).value
-                 for name in ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Test")]
+        allreduce, iallreduce, test = (
+            ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+            for name in ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Test"))
     except (OSError, AttributeError):
         return None
-    return None if None in found else (found[0], found[1], found[2])
+    if allreduce is None or iallreduce is None or test is None:
+        return None
+    return allreduce, iallreduce, test
 
 
 def lean_allreduce(comm: Any, ops: dict[str, Any], blocking: bool,
                    timeout: float) -> LeanAllReduce | None:
     """The compiled lean all-reduce over the mpi4py communicator ``comm``, reducing with the
     mpi4py ops of ``ops`` (name -> op), blocking (``MPI_Allreduce``, abort mode) or not
-    (``MPI_Iallreduce`` and the timed poll of :func:`pullback.distributed._backend.poll`,
-    waiting ``timeout`` seconds: raise mode); None where it cannot be built."""
+    (``MPI_Iallreduce`` and the timed poll of :func:`pullback.distributed._backend.poll`, with
+    :data:`EAGER_TESTS` and :data:`TESTS_PER_YIELD`, waiting ``timeout`` seconds: raise mode);
+    None where it cannot be built."""
     from mpi4py import MPI
 
     make = _builder()
-    functions = _mpi_functions() if make is not None else None
-    if functions is None:
+    functions = None if make is None else _mpi_functions()
+    if make is None or functions is None:
         return None
     handle_size = MPI._sizeof(MPI.Comm)
     if {MPI._sizeof(cls) for cls in (MPI.Datatype, MPI.Op, MPI.Request)} != {handle_size}:
