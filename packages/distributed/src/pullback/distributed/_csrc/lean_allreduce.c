@@ -10,9 +10,9 @@
  * refused (False), and the caller takes its general path.
  *
  * In raise mode the wait for a non-blocking call is here too (the loop of
- * pullback.distributed._backend.poll, without the GIL). No mpi.h: MPI's functions, handles and MPI_IN_PLACE come from mpi4py as addresses and
- * integers, and a handle is either an int (MPICH and its derivatives) or a pointer (Open MPI),
- * told apart by its size. Python.h is included ahead of this file by the loader
+ * pullback.distributed._backend.poll, without the GIL). No mpi.h: MPI's functions, handles and
+ * MPI_IN_PLACE come from mpi4py as addresses and integers, and a handle is either an int (MPICH
+ * and its derivatives) or a pointer (Open MPI), told apart by its size. Python.h is included ahead of this file by the loader
  * (pullback/distributed/_native.py), which knows where this interpreter's headers are.
  */
 #include <limits.h>
@@ -44,7 +44,8 @@ typedef struct {
     int handle_size;  /* 4: int handles; 8: pointer handles */
     int blocking;     /* 1: MPI_Allreduce (abort mode); 0: MPI_Iallreduce and a timed poll */
     /* The running blocking call, for the group's watchdog thread: its start (CLOCK_MONOTONIC
-     * seconds; 0 when none runs) and its op's index. Written by the calling thread only. */
+     * seconds; 0 when none runs) and its op's index. Written by the calling thread before it
+     * releases the GIL and after it takes it back, read by running() under the GIL. */
     volatile double since;
     volatile int op_index;
     /* The non-blocking call's wait, as pullback.distributed._backend.poll's: how long, the
