@@ -45,6 +45,12 @@
 #include <immintrin.h> /* the lane reductions' shuffle trees */
 #endif
 
+/* A pair of query rows (i, second) and the keys each sees: 0..seen0-1 and 0..seen1-1; used1 is
+ * seen1 rounded up to whole vectors (the pair's products run that far). */
+struct sdpa_pair {
+    int64_t second, seen0, seen1, used1;
+};
+
 typedef float sdpa_f32v __attribute__((vector_size(64)));
 typedef int32_t sdpa_i32v __attribute__((vector_size(64)));
 typedef double sdpa_f64v __attribute__((vector_size(64)));
@@ -149,6 +155,17 @@ static inline int64_t SDPA_NAME(seen)(int64_t i, int64_t S, int64_t causal) {
     return causal && i + 1 < S ? i + 1 : S;
 }
 
+/* Rows go by pairs (i, i + 1), the last of an odd count paired with itself. */
+static inline struct sdpa_pair SDPA_NAME(query_pair)(int64_t i, int64_t L, int64_t S,
+                                                     int64_t causal) {
+    struct sdpa_pair pair;
+    pair.second = i + 1 < L ? i + 1 : i;
+    pair.seen0 = SDPA_NAME(seen)(i, S, causal);
+    pair.seen1 = SDPA_NAME(seen)(pair.second, S, causal);
+    pair.used1 = SDPA_NAME(padded)(pair.seen1);
+    return pair;
+}
+
 /* The sum (take_max = 0) or the max of a vector's lanes, as a tree (depth log2 W, where a
  * running scalar would wait W times on the previous step): AVX-512's shuffle trees, else a
  * loop gcc may or may not vectorize. The max is taken over lanes that hold no NaN. */
@@ -244,10 +261,9 @@ void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, con
         SDPA_NAME(gather)(kt, Sp, k + b * kb + h * kh, ke, ks, E, S);
         SDPA_NAME(gather)(vp, Evp, v + b * vb + h * vh, vs, ve, S, Ev);
         for (int64_t i = 0; i < L; i += 2) {
-            const int64_t i1 = i + 1 < L ? i + 1 : i;
-            const int64_t seen0 = SDPA_NAME(seen)(i, S, causal),
-                          seen1 = SDPA_NAME(seen)(i1, S, causal),
-                          used1 = SDPA_NAME(padded)(seen1);
+            const struct sdpa_pair pair = SDPA_NAME(query_pair)(i, L, S, causal);
+            const int64_t i1 = pair.second, seen0 = pair.seen0, seen1 = pair.seen1,
+                          used1 = pair.used1;
             T *w0 = wn + i * S, *w1 = wn + i1 * S;
             SDPA_NAME(rows_times)(s0, s1, qn + i * ql, qn + i1 * ql, qe, kt, Sp, E, used1);
             SDPA_NAME(softmax_row)(w0, s0, seen0, SDPA_NAME(padded)(seen0), S, scale);
@@ -297,10 +313,9 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
         SDPA_NAME(gather)(gp, Evp, g + b * gb + h * gh, gl, ge, L, Ev);
         /* by query rows: dS's rows, then dQ's */
         for (int64_t i = 0; i < L; i += 2) {
-            const int64_t i1 = i + 1 < L ? i + 1 : i;
-            const int64_t seen0 = SDPA_NAME(seen)(i, S, causal),
-                          seen1 = SDPA_NAME(seen)(i1, S, causal),
-                          used1 = SDPA_NAME(padded)(seen1);
+            const struct sdpa_pair pair = SDPA_NAME(query_pair)(i, L, S, causal);
+            const int64_t i1 = pair.second, seen0 = pair.seen0, seen1 = pair.seen1,
+                          used1 = pair.used1;
             T *d0 = ds + i * Sp, *d1 = i1 != i ? ds + i1 * Sp : spare;
             SDPA_NAME(rows_times)(d0, d1, gp + i * Evp, gp + i1 * Evp, 1, vt, Sp, Ev, used1);
             SDPA_NAME(ds_row)(d0, wn + i * S, seen0, used1);
