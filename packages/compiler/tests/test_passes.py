@@ -184,3 +184,35 @@ def test_overlapping_slices_are_left_as_sums():
     graph = trace(f, x)
     ops = [n.op for n in optimize(graph, ["assemble_slices", "dce"])[0].nodes]
     assert "compiler.scatter_slices" not in ops and ops.count("getitem_scatter") == 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows", [3, 4097])  # 4,097 rows of 40 are split over the threads
+def test_slice_assembly_in_c_matches_the_numpy_kernel(dtype, rows):
+    """The C kernel for slices of the last axis writes what the NumPy kernel writes, signed
+    zeros included, for pieces in any order; other cuts keep the NumPy kernel."""
+    from pullback.compiler import _native_slices
+    from pullback.registry import get_op
+
+    rng = np.random.default_rng(rows)
+    widths, shape = (16, 4, 20), (rows, 40)
+    grads = tuple(rng.standard_normal((rows, w)).astype(dtype) for w in widths)
+    grads[1][0, 0] = -0.0
+    starts = (24, 0, 4)  # the pieces are not in column order
+    keys = tuple((slice(None), slice(s, s + w)) for s, w in zip(starts, widths))
+    got = _native_slices.scatter_columns(grads, keys, shape)
+    assert got is not NotImplemented
+    expected = np.empty(shape, dtype)
+    for g, key in zip(grads, keys):
+        np.add(g, 0.0, out=expected[key])
+    assert_identical(got, expected, "C slice assembly")
+    assert not np.signbit(got[0, 0])  # the -0.0 came back as 0.0, as from the sums
+    by_op = get_op("compiler.scatter_slices").kernel_for("cpu")(*grads, keys=keys, shape=shape)
+    assert_identical(by_op, expected, "the op's kernel")
+    # slices of another axis, a step, or a gap: not the C kernel's
+    for other_keys, other_shape in [
+            (((slice(0, 1), slice(None)), (slice(1, 3), slice(None))), (3, 5)),
+            (((slice(None), slice(0, 4, 2)), (slice(None), slice(1, 4, 2))), (rows, 4)),
+            (((slice(None), slice(0, 2)), (slice(None), slice(3, 4))), (rows, 4))]:
+        pieces = tuple(np.ones(np.empty(other_shape)[k].shape, dtype) for k in other_keys)
+        assert _native_slices.scatter_columns(pieces, other_keys, other_shape) is NotImplemented

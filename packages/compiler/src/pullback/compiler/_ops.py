@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pullback.registry import Op
 
 
@@ -22,6 +24,12 @@ FUSED_ELEMENTWISE = Op("compiler.fused_elementwise", _call_kernel, differentiabl
 
 def _scatter_slices_kernel(xp: Any) -> Any:
     def scatter_slices(*grads: Any, keys: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
+        if xp is np:
+            from ._native_slices import scatter_columns
+
+            out = scatter_columns(grads, keys, tuple(shape))
+            if out is not NotImplemented:
+                return out
         out = xp.empty(shape, dtype=grads[0].dtype)
         for g, key in zip(grads, keys):
             xp.add(g, 0.0, out=out[key])  # the slices tile the buffer; + 0.0 as the sums did
