@@ -238,3 +238,20 @@ def test_tanh_and_exp_float32_loops_stay_within_three_ulp_of_numpy_over_their_ra
         np.testing.assert_allclose(b, a, rtol=4e-7, atol=1e-38, equal_nan=True)
         np.testing.assert_array_equal(np.signbit(a[np.isfinite(a)] == 0), np.signbit(
             b[np.isfinite(a)] == 0))
+
+
+def test_one_large_arithmetic_op_alone_becomes_a_loop_split_over_the_threads():
+    """A lone add of 2^15 elements or more (a residual gradient's sum) runs as a C loop, with
+    NumPy's bits; a smaller one, and a lone transcendental op, stay NumPy's."""
+    rng = np.random.default_rng(11)
+    rows = native.MIN_POOL_ELEMENTS // 64
+    big = [pb.tensor(rng.standard_normal((rows, 64)).astype(np.float32)) for _ in range(2)]
+    small = [pb.tensor(rng.standard_normal((rows // 4, 64)).astype(np.float32)) for _ in range(2)]
+    for args, fn, fused in [(big, lambda a, b: a + b, True), (small, lambda a, b: a + b, False),
+                            (big, lambda a, b: pb.exp(a), False)]:
+        graph = trace(fn, *args)
+        optimized, _ = optimize(graph, ["fuse_elementwise"])
+        assert ([n.op for n in optimized.nodes] == [FUSED_OP]) is fused
+        values = placeholder_values(graph, args)
+        assert_identical(run_graph(optimized, *values)[0], run_graph(graph, *values)[0],
+                         "a lone op")

@@ -6,7 +6,8 @@ boolean output, and its arguments are Values (float32/float64/bool arrays that b
 output as a row, a column or one element) or Python numbers. Nodes join the group of one of
 their producers when they compute at the same shape and every other argument they read was
 computed before the group starts (so the group can run as one unit where its first node stood:
-the order stays topological and no cycle can form). Groups of one node are left alone.
+the order stays topological and no cycle can form). Groups of one node are left alone, but for
+one large arithmetic op, which the C loop splits over the threads.
 
 Only what is read outside the group (or is a result of the graph) is written to memory. Fused
 arithmetic is exactly NumPy's (IEEE, no fast-math, no FMA contraction); transcendental functions
@@ -229,11 +230,12 @@ def _fold_sum(node: Node, i: int, group_of: dict[Value, _Group]) -> bool:
 
 def _rebuild(graph: Graph, groups: list[_Group], users: dict[Value, list[Node]],
              results: set[Value]) -> Graph:
-    """The nodes with each group of two or more replaced by its fused node, at its last place."""
+    """The nodes with each group of two or more (or one large arithmetic node) replaced by
+    its fused node, at its last place."""
     at: dict[int, _Group] = {}
     inside: set[int] = set()
     for g in groups:
-        if len(g.members) >= 2:
+        if len(g.members) >= 2 or _worth_a_loop_alone(g):
             at[max(g.members)] = g
             inside.update(g.members)
     nodes = []
@@ -244,6 +246,21 @@ def _rebuild(graph: Graph, groups: list[_Group], users: dict[Value, list[Node]],
             nodes.append(node)
     graph.nodes = nodes
     return graph
+
+
+# One arithmetic op alone is NumPy's own loop on one core; as a C loop (the same IEEE
+# operations, so the same bits) its rows are split over the threads, from the size at which the
+# C thread pool splits a kernel. Transcendental ops alone stay NumPy's (their C versions may
+# differ by an ulp).
+_EXACT_ALONE = frozenset({"add", "sub", "mul", "div", "neg"})
+
+
+def _worth_a_loop_alone(group: _Group) -> bool:
+    from pullback import native
+
+    (node,) = group.nodes
+    return (node.op in _EXACT_ALONE and group.reduce is None
+            and int(np.prod(group.shape, dtype=np.int64)) >= native.MIN_POOL_ELEMENTS)
 
 
 def _fused_node(group: _Group, users: dict[Value, list[Node]], results: set[Value]) -> Node:
