@@ -52,7 +52,6 @@ def softmax(x: Any, *, axis: int, scale: float = 1.0, causal: bool = False,
     inputs = native.float32_inputs(x)
     if inputs is None or (out is not None and (out is not x or inputs[0] is not x)):
         return NotImplemented  # in place needs x itself, contiguous: C writes y over x
-        return NotImplemented
     kernel = _function("softmax_f32", 2, 3, 1)
     if kernel is None:
         return NotImplemented
