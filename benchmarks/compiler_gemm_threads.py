@@ -13,13 +13,12 @@ from __future__ import annotations
 # Imported first: it applies --threads before NumPy loads.
 from _nn_bench import OPTIONS, torch_module  # isort: skip
 
-import time
 from typing import Any, Callable
 
 import numpy as np
 
 import pullback as pb
-from _common import emit
+from _common import best_time, emit
 from pullback.compiler import _gemm
 
 TOKENS = 2048
@@ -27,15 +26,8 @@ TOKENS = 2048
 LINEARS = [(128, 384), (128, 128), (128, 512), (512, 128)]
 
 
-def best_ms(fn: Callable[[], Any], calls: int = 30, rounds: int = 7) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best * 1e3
+def best_ms(fn: Callable[[], Any]) -> float:
+    return best_time(fn, repeat=100) * 1e3
 
 
 def products(rng: np.random.Generator) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -63,11 +55,11 @@ def main() -> None:
     threads = pb.get_num_threads()
     for name, x, y in products(np.random.default_rng(0)):
         tx, ty = torch.from_numpy(np.ascontiguousarray(x.T)).T, torch.from_numpy(y)
-        ours = best_ms(lambda: _gemm.mkl_matmul(mkl, x, y))
+        ours = best_ms(lambda x=x, y=y: _gemm.mkl_matmul(mkl, x, y))
         pb.set_num_threads(1)
-        one = best_ms(lambda: _gemm.mkl_matmul(mkl, x, y))
+        one = best_ms(lambda x=x, y=y: _gemm.mkl_matmul(mkl, x, y))
         pb.set_num_threads(threads)
-        theirs = best_ms(lambda: torch.matmul(tx, ty))
+        theirs = best_ms(lambda tx=tx, ty=ty: torch.matmul(tx, ty))
         gflop = 2 * x.shape[0] * x.shape[1] * y.shape[1] / 1e9
         for key, ms in (("pullback", ours), ("pullback_one_thread", one), ("torch", theirs)):
             totals[key] += ms

@@ -78,19 +78,8 @@ def _trampoline(signature: str) -> Any:
     with _lock:
         if signature in _trampolines:
             return _trampolines[signature]
-    name = f"pool_{signature}"
-    source = native.cache_dir().parent / "pool" / f"{name}.c"
-    text = trampoline_source(signature)
+    library = native.load_generated(f"pool_{signature}", trampoline_source(signature), "pool")
     run = None
-    try:
-        source.parent.mkdir(parents=True, exist_ok=True)
-        if not source.exists() or source.read_text() != text:
-            partial = source.with_suffix(f".{threading.get_ident()}.tmp")
-            partial.write_text(text)
-            partial.replace(source)  # atomic: another process may be writing it too
-        library = native.load(name, source)
-    except OSError:
-        library = None
     if library is not None:
         run = library.run
         run.restype = None

@@ -79,9 +79,12 @@ def status() -> dict[str, str]:
         return dict(_status)
 
 
-def load(name: str, source: str | os.PathLike[str]) -> ctypes.CDLL | None:
+def load(name: str, source: str | os.PathLike[str],
+         include_dirs: tuple[str | os.PathLike[str], ...] = ()) -> ctypes.CDLL | None:
     """The shared library built from the C file ``source``, or ``None`` where native kernels are
     off or cannot be built (the reason is in :func:`status`; a failed build also warns once).
+    ``include_dirs`` are searched for headers too (their paths are part of the build's cache
+    key).
 
     The first call in a process compiles unless a cached build exists; later calls return the
     loaded library.
@@ -89,10 +92,31 @@ def load(name: str, source: str | os.PathLike[str]) -> ctypes.CDLL | None:
     with _lock:
         if name in _libraries:
             return _libraries[name]
-        library, why = _build_and_load(name, Path(source))
+        library, why = _build_and_load(name, Path(source), tuple(str(d) for d in include_dirs))
         _libraries[name] = library
         _status[name] = why
     return library
+
+
+def load_generated(name: str, text: str, folder: str,
+                   include_dirs: tuple[str | os.PathLike[str], ...] = ()) -> ctypes.CDLL | None:
+    """:func:`load` of C source generated at run time: ``text`` is written to
+    ``<cache>/<folder>/<name>.c`` (atomically: processes starting together may write the same
+    file) unless that file already holds it, then built and loaded as ``name``. ``None`` also
+    when the cache folder cannot be written."""
+    if not enabled():
+        return None
+    source = cache_dir().parent / folder / f"{name}.c"
+    try:
+        if not source.exists() or source.read_text() != text:
+            source.parent.mkdir(parents=True, exist_ok=True)
+            fd, partial = tempfile.mkstemp(suffix=".c", dir=source.parent)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(partial, source)
+    except OSError:
+        return None
+    return load(name, source, include_dirs)
 
 
 def flags() -> tuple[str, ...]:
@@ -105,7 +129,8 @@ def flags() -> tuple[str, ...]:
                     "-fno-omit-frame-pointer", "-g")
 
 
-def _build_and_load(name: str, source: Path) -> tuple[ctypes.CDLL | None, str]:
+def _build_and_load(name: str, source: Path, include_dirs: tuple[str, ...]
+                    ) -> tuple[ctypes.CDLL | None, str]:
     if not enabled():
         return None, "off (PULLBACK_NATIVE=0)"
     compiler = os.environ.get("CC", "cc")
@@ -113,7 +138,7 @@ def _build_and_load(name: str, source: Path) -> tuple[ctypes.CDLL | None, str]:
     if version is None:
         return None, f"no C compiler ({compiler!r} not found): NumPy kernels are used"
     code = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(INCLUDE_DIR.glob("*.h")))
-    build_flags = flags()
+    build_flags = flags() + tuple(f"-I{d}" for d in include_dirs)
     key = hashlib.sha256(b"\0".join([code, " ".join(build_flags).encode(), version.encode(),
                                      _cpu_identity().encode()])).hexdigest()[:16]
     target = cache_dir() / f"{name}-{key}.so"

@@ -232,14 +232,7 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
             return None
         probe = self.c_source("NAME")
         name = "fused_" + hashlib.sha256(probe.encode()).hexdigest()[:16]
-        source = native.cache_dir().parent / "compiler" / f"{name}.c"
-        try:
-            source.parent.mkdir(parents=True, exist_ok=True)
-            if not source.exists():
-                source.write_text(self.c_source(name))
-        except OSError:
-            return None
-        library = native.load(name, source)
+        library = native.load_generated(name, self.c_source(name), "compiler")
         if library is None:
             return None
         array_types = ([ctypes.c_double if k == "number" else ctypes.c_void_p

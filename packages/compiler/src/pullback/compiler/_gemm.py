@@ -192,8 +192,11 @@ def single_product(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | None:
     """``x @ y`` planned as one CBLAS product (a 2-D result, or a stack of rows times one
     matrix), or ``None`` (a stack of products, or operands MKL does not take)."""
     found = _operands(mkl, x, y)
-    if found is None or found[2]:
-        return None
+    return None if found is None or found[2] else _single(mkl, x, y, found)
+
+
+def _single(mkl: _Mkl, x: Any, y: Any, found: tuple[Any, ...]) -> SingleProduct:
+    """The planned product of :func:`_operands`'s ``found`` for a 2-D result."""
     xm, ym, _, out, trans_x, trans_y, ldx, ldy = found
     gemm, kernel = mkl.gemm[x.dtype.name]
     # row i of x starts i rows (no transpose) or i elements (transposed) in
@@ -205,18 +208,18 @@ def single_product(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | None:
 
 def mkl_matmul(mkl: _Mkl, x: Any, y: Any) -> np.ndarray | None:
     """``x @ y`` through MKL, or ``None`` when MKL does not take these operands."""
-    single = single_product(mkl, x, y)
-    if single is not None:
-        rows, (n, k) = single.out.shape[0], single.sizes[2:4]
-        native.run_rows(single.kernel, rows, n * k, *single.arguments())
-        return single.out.reshape(single.shape)
     found = _operands(mkl, x, y)
     if found is None:
         return None
-    x, y, batch, out, trans_x, trans_y, ldx, ldy = found
+    if not found[2]:
+        single = _single(mkl, x, y, found)
+        rows, (n, k) = single.out.shape[0], single.sizes[2:4]
+        native.run_rows(single.kernel, rows, n * k, *single.arguments())
+        return single.out.reshape(single.shape)
+    xm, ym, batch, out, trans_x, trans_y, ldx, ldy = found
     # One group of equal products: the matrices' addresses in three arrays.
-    rows, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
-    a, b = _pointers(x, batch), _pointers(y, batch)
+    rows, k, n = xm.shape[-2], xm.shape[-1], ym.shape[-1]
+    a, b = _pointers(xm, batch), _pointers(ym, batch)
     c = out.ctypes.data + np.arange(a.size, dtype=np.int64) * (rows * n * out.itemsize)
     gemm_batch, kernel = mkl.batch[x.dtype.name]
     native.run_rows(kernel, a.size, rows * n * k, gemm_batch, a.ctypes.data, b.ctypes.data,

@@ -5,10 +5,9 @@ Why: in one process here mpi4py's ``Comm.Allreduce`` costs 0.85 us per 1 KB call
 builtin 0.34 us, checks, watchdog timestamp and MPI included; between two processes the
 Python lean path was 0.82-0.85 of raw mpi4py's bandwidth at 1 KB and the builtin 1.1 of it.
 
-The source includes ``Python.h``, which :func:`pullback.native.load` does not put on the
-compiler's path, so the loader writes the source out with this interpreter's header named in
-full ahead of it (the path names the Python version and ABI, so another interpreter gets
-another build), into the native cache as the compiler package does with its fused kernels.
+The source includes ``Python.h``: the loader puts this interpreter's header folder on the
+include path (the folder names the Python version and ABI and is part of the build's cache key,
+so another interpreter gets another build).
 MPI's functions and handles come from mpi4py at run time (no ``mpi.h``), so one build serves
 every MPI library. Without a C compiler, with ``PULLBACK_NATIVE=0``, or when the MPI library's
 functions cannot be found, :func:`lean_allreduce` returns None and the lean path runs in Python.
@@ -17,11 +16,8 @@ functions cannot be found, :func:`lean_allreduce` returns None and the lean path
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
 import sys
 import sysconfig
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -69,34 +65,14 @@ class LeanAllReduce(NamedTuple):
     error: Callable[[int], Exception]
 
 
-def _source() -> Path | None:
-    """The source with this interpreter's ``Python.h`` included ahead of it, written once
-    into the native cache."""
-    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
-    if not header.exists():
-        return None
-    text = f'#include "{header}"\n' + _SOURCE.read_text()
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = native.cache_dir().parent / "distributed" / f"lean_allreduce-{digest}.c"
-    try:
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, partial = tempfile.mkstemp(suffix=".c", dir=path.parent)
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(partial, path)  # ranks starting together race to write the same text
-    except OSError:
-        return None
-    return path
-
-
 def _builder() -> Callable[[tuple], tuple] | None:
     with _lock:
         if not _make:
             _make.append(None)
-            source = _source() if native.enabled() else None
-            library = None if source is None else native.load(
-                f"distributed_lean_allreduce_{sys.implementation.cache_tag}", source)
+            include = Path(sysconfig.get_paths()["include"])
+            library = None if not (include / "Python.h").exists() else native.load(
+                f"distributed_lean_allreduce_{sys.implementation.cache_tag}", _SOURCE,
+                include_dirs=(include,))
             if library is not None:
                 # The Python calling convention: the builder makes Python objects, so it keeps
                 # the GIL (a plain ctypes call releases it).

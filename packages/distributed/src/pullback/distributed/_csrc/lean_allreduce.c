@@ -12,9 +12,10 @@
  * In raise mode the wait for a non-blocking call is here too (the loop of
  * pullback.distributed._backend.poll, without the GIL). No mpi.h: MPI's functions, handles and
  * MPI_IN_PLACE come from mpi4py as addresses and integers, and a handle is either an int (MPICH
- * and its derivatives) or a pointer (Open MPI), told apart by its size. Python.h is included ahead of this file by the loader
- * (pullback/distributed/_native.py), which knows where this interpreter's headers are.
+ * and its derivatives) or a pointer (Open MPI), told apart by its size. The loader
+ * (pullback/distributed/_native.py) puts this interpreter's headers on the include path.
  */
+#include <Python.h> /* first, as Python asks */
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
