@@ -17,6 +17,12 @@ Four sides reduce in place (MPI_IN_PLACE), each on its own communicator:
   pullback starts, completed by MPI's own wait, with no Python around it (the comparison
   that isolates what pullback's own code and its timed wait cost).
 
+The sides share the same buffers: one NumPy array per side (pullback's tensors wrap them with
+``from_numpy``), and each repetition hands every side another one, so that each side reduces
+each buffer equally often. MPI copies some buffers faster than others (their pages: huge or
+not, where they lie); when every side had a buffer of its own, the side that happened to hold
+a slow one lost up to a tenth at 16 MB, which the same code on another buffer did not.
+
 Built for a loaded machine: the sides are interleaved within every repetition (a block of
 calls each, after a barrier, in an order rotated from one repetition to the next), so a slow
 spell of the machine hits all four alike, and each size is timed over many repetitions.
@@ -82,38 +88,43 @@ def main() -> None:
     blocking_comm, nonblocking_comm = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     n, rank = blocking_comm.Get_size(), blocking_comm.Get_rank()
 
-    def side_calls(nbytes: int) -> dict:
+    def side_calls(nbytes: int) -> tuple[dict, list]:
+        """Each side's call on a buffer, and the buffers (one per side, as NumPy arrays)."""
         count = nbytes // 4
-        ours, ours_abort = pullback.ones(count), pullback.ones(count)
-        raw, raw_nb = np.ones(count, np.float32), np.ones(count, np.float32)
-
-        # Values grow by n per call; refilled after every block so that no side overflows.
-        return {"pullback": (lambda: dist.all_reduce(ours), ours.array),
-                "pullback_abort": (lambda: dist.all_reduce(ours_abort, group=aborting),
-                                   ours_abort.array),
-                "mpi4py": (lambda: blocking_comm.Allreduce(MPI.IN_PLACE, raw), raw),
-                "mpi4py_nonblocking": (lambda: nonblocking_comm.Iallreduce(MPI.IN_PLACE,
-                                                                           raw_nb).Wait(), raw_nb)}
+        buffers = [np.ones(count, np.float32) for _ in SIDES]
+        tensors = [pullback.from_numpy(b) for b in buffers]  # the same memory, for pullback
+        calls = {"pullback": lambda i: dist.all_reduce(tensors[i]),
+                 "pullback_abort": lambda i: dist.all_reduce(tensors[i], group=aborting),
+                 "mpi4py": lambda i: blocking_comm.Allreduce(MPI.IN_PLACE, buffers[i]),
+                 "mpi4py_nonblocking": lambda i: nonblocking_comm.Iallreduce(
+                     MPI.IN_PLACE, buffers[i]).Wait()}
+        return calls, buffers
 
     for run in range(args.runs):
         for nbytes in SIZES:
             load = os.getloadavg()[0]
             calls, reps = _plan(nbytes, args.scale)
-            sides = side_calls(nbytes)
-            for fn, _ in sides.values():  # warm-up: first touches, MPI's lazy set-up
-                fn()
+            sides, buffers = side_calls(nbytes)
+            for fn in sides.values():  # warm-up: first touches, MPI's lazy set-up
+                for i in range(len(buffers)):
+                    fn(i)
+            for buffer in buffers:
+                buffer.fill(1.0)
             times: dict[str, list[float]] = {s: [] for s in SIDES}
             for rep in range(reps):
                 shift = rep % len(SIDES)
                 order = SIDES[shift:] + SIDES[:shift]
                 for side in order:
-                    fn, array = sides[side]
+                    # Every side reduces every buffer in turn: how fast MPI copies a buffer
+                    # depends on the buffer (its pages: huge or not, where they lie), by up to
+                    # a tenth at 16 MB here, and a side bound to one buffer would carry that.
+                    fn, buffer = sides[side], (SIDES.index(side) + shift) % len(buffers)
                     blocking_comm.Barrier()
                     start = time.perf_counter()
                     for _ in range(calls):
-                        fn()
+                        fn(buffer)
                     times[side].append((time.perf_counter() - start) / calls)
-                    array.fill(1.0)
+                    buffers[buffer].fill(1.0)  # values grow by n per call: no side overflows
             if rank != 0:
                 continue
             row = {"benchmark": "distributed_allreduce", "run": run, "bytes": nbytes,
