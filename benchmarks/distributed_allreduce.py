@@ -115,9 +115,7 @@ def main() -> None:
                 shift = rep % len(SIDES)
                 order = SIDES[shift:] + SIDES[:shift]
                 for side in order:
-                    # Every side reduces every buffer in turn: how fast MPI copies a buffer
-                    # depends on the buffer (its pages: huge or not, where they lie), by up to
-                    # a tenth at 16 MB here, and a side bound to one buffer would carry that.
+                    # every side reduces every buffer in turn (the docstring says why)
                     fn, buffer = sides[side], (SIDES.index(side) + shift) % len(buffers)
                     blocking_comm.Barrier()
                     start = time.perf_counter()

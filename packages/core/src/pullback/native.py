@@ -106,7 +106,11 @@ def load_generated(name: str, text: str, folder: str,
     when the cache folder cannot be written."""
     if not enabled():
         return None
+    with _lock:
+        if name in _libraries:  # loaded before: the file on disk need not be read again
+            return _libraries[name]
     source = cache_dir().parent / folder / f"{name}.c"
+    partial = None
     try:
         if not source.exists() or source.read_text() != text:
             source.parent.mkdir(parents=True, exist_ok=True)
@@ -115,6 +119,8 @@ def load_generated(name: str, text: str, folder: str,
                 f.write(text)
             os.replace(partial, source)
     except OSError:
+        if partial is not None:  # a half-written copy is not left in the cache
+            Path(partial).unlink(missing_ok=True)
         return None
     return load(name, source, include_dirs)
 
