@@ -241,3 +241,69 @@ def test_leading_axis_sum_covers_only_what_it_computes_in_numpys_order(reduction
     np.testing.assert_array_equal(s.detach().numpy(), x.sum(0))
     s.backward(pb.tensor(np.arange(8, dtype=np.float32)))
     np.testing.assert_array_equal(t.grad.numpy(), np.broadcast_to(np.arange(8), x.shape))
+
+
+def _sorted_row_sums(g, idx, shape):
+    """The NumPy kernel the native one replaces (stable sort, add.reduceat)."""
+    return pb.get_op("take_scatter_add").generic(np)(g, idx, axis=0, shape=shape)
+
+
+@pytest.mark.parametrize("idx_shape,rows,trailing", [((2048,), 65, (128,)), ((32, 64), 65, (128,)),
+                                                     ((1031,), 7, (3, 2)), ((4, 300), 1000, (1,)),
+                                                     ((20000,), 2, (1,))],
+                         ids=str)
+def test_embedding_gradient_sums_rows_as_accurately_as_numpys_kernel(reductions, idx_shape, rows,
+                                                                   trailing):
+    """Pairwise sums, as NumPy's: within float32 rounding of the exact (float64) sums, and no
+    further from them than NumPy's kernel by more than that; a lone -0.0 stays -0.0, NaN and
+    infinity land in their rows, rows no index names are +0.0."""
+    rng = np.random.default_rng(rows)
+    idx = rng.integers(-rows, rows, idx_shape)  # repeats; -1 and rows - 1 name one row
+    g = rng.standard_normal(idx_shape + trailing).astype(np.float32)
+    shape = (rows,) + trailing
+    exact = np.zeros(shape)
+    np.add.at(exact, (idx,), g.astype(np.float64))
+    magnitude = np.zeros(shape)
+    np.add.at(magnitude, (idx,), np.abs(g.astype(np.float64)))
+    got = _cpu_native.take_scatter_add(g, idx, axis=0, shape=shape)
+    strided = _cpu_native.take_scatter_add(np.asfortranarray(g), idx, axis=0, shape=shape)
+    numpys = np.abs(_sorted_row_sums(g, idx, shape) - exact)
+    assert got.dtype == np.float32 and got.shape == shape
+    np.testing.assert_array_equal(strided, got)
+    assert (np.abs(got - exact) <= numpys + 2e-7 * magnitude).all()
+    assert (np.abs(got - exact) <= 1e-6 * magnitude).all()
+    unseen = np.setdiff1d(np.arange(rows), np.where(idx < 0, idx + rows, idx))
+    assert (got[unseen] == 0).all() and not np.signbit(got[unseen]).any()
+    special = g.copy()
+    flat_idx = np.where(idx < 0, idx + rows, idx).reshape(-1)
+    lone = np.flatnonzero(np.bincount(flat_idx, minlength=rows) == 1)
+    with np.errstate(all="ignore"):
+        special.reshape(flat_idx.size, -1)[0] = np.nan
+        special.reshape(flat_idx.size, -1)[1] = np.inf
+        out = _cpu_native.take_scatter_add(special, idx, axis=0, shape=shape)
+    assert np.isnan(out[flat_idx[0]]).all()
+    if flat_idx[1] != flat_idx[0]:
+        assert (out[flat_idx[1]] == np.inf).all()
+    if lone.size:  # the one row of a bucket is copied, not added to 0
+        special = g.copy()
+        special.reshape(flat_idx.size, -1)[np.flatnonzero(flat_idx == lone[0])[0]] = -0.0
+        out = _cpu_native.take_scatter_add(special, idx, axis=0, shape=shape)
+        assert np.signbit(out[lone[0]]).all()
+
+
+def test_embedding_gradient_kernel_covers_only_what_it_computes(reductions):
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((2048, 16)).astype(np.float32)
+    idx = rng.integers(0, 65, 2048)
+    for args, attrs in [((g.astype(np.float64), idx), {"axis": 0, "shape": (65, 16)}),
+                        ((g, idx), {"axis": 1, "shape": (2048, 65)}),
+                        ((g, idx.astype(np.float32)), {"axis": 0, "shape": (65, 16)}),
+                        ((g, idx[:100]), {"axis": 0, "shape": (65, 16)}),
+                        ((g, idx), {"axis": 0, "shape": (65, 8)}),
+                        ((g[:10], idx[:10]), {"axis": 0, "shape": (65, 16)}),  # small: NumPy's
+                        ((g, idx + 65), {"axis": 0, "shape": (65, 16)}),  # out of range
+                        ((g, idx - 130), {"axis": 0, "shape": (65, 16)})]:
+        assert _cpu_native.take_scatter_add(*args, **attrs) is NotImplemented
+    # out of range through the op: NumPy's kernel raises and names it
+    with pytest.raises(IndexError):
+        pb.get_op("take_scatter_add").kernel_for("cpu")(g, idx + 65, axis=0, shape=(65, 16))

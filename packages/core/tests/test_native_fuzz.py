@@ -1,4 +1,5 @@
-"""Fuzzing core's native kernels (GELU, its derivative, ReLU's derivative, the leading-axis sum)
+"""Fuzzing core's native kernels (GELU, its derivative, ReLU's derivative, the leading-axis sum,
+an embedding's gradient)
 through their entry points, each case in a worker process (``pullback.testing.isolation``): a
 crash fails the case and names it instead of killing pytest. Hypothesis draws shapes (around the 1,024-element
 threshold of the native path, and mismatched between the two inputs), dtypes, memory layouts
@@ -20,7 +21,7 @@ from pullback.testing.isolation import Workers, fuzz_in_isolation  # noqa: E402
 from pullback.testing.layouts import LAYOUTS  # noqa: E402
 
 CASES_FILE = Path(__file__).with_name("core_native_fuzz_cases.py")
-ENTRIES = ("gelu", "gelu_backward", "relu_backward", "sum_leading_axis")
+ENTRIES = ("gelu", "gelu_backward", "relu_backward", "sum_leading_axis", "take_scatter_add")
 CASES_PER_KERNEL = 2000
 SANITIZED_CASES_PER_KERNEL = 200
 

@@ -1,8 +1,10 @@
 """The CPU backend's native kernels (:mod:`pullback.native`) for core ops on float32: exact GELU
 and its derivative, where the NumPy kernel needs two dozen passes per block (the normal CDF of
 ``_ops/_erf32.py``) and C needs one; ReLU's derivative, where NumPy's ``where`` branches on
-every element of a random mask; and the sum over the leading axis of a matrix (a bias
-gradient), where NumPy runs one short loop per row (bitwise NumPy's result, in NumPy's order).
+every element of a random mask; the sum over the leading axis of a matrix (a bias
+gradient), where NumPy runs one short loop per row (bitwise NumPy's result, in NumPy's order);
+and an embedding's gradient, rows summed pairwise at their indices (as the NumPy kernel's sort
+and ``add.reduceat``, without the sort and the gather).
 
 Each function returns ``NotImplemented`` for inputs it does not cover (another dtype, the tanh
 approximation, a small array, no compiler; strided ones are copied once); the backend then runs
@@ -84,8 +86,38 @@ def sum_leading_axis(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return out.reshape((1,) + out.shape) if keepdims else out
 
 
+def take_scatter_add(g: Any, idx: Any, axis: int, shape: tuple[int, ...]) -> Any:
+    """``take``'s gradient along axis 0 (``out[idx[i]] += g[i]``, an embedding's weight
+    gradient) of float32 rows, each row's sum pairwise as NumPy's kernel's ``add.reduceat`` (to
+    float32 rounding of it, not bitwise), or ``NotImplemented``: other axes, dtypes or shapes,
+    and out-of-range indices (the NumPy kernel raises its error for those)."""
+    if (axis != 0 or g.__class__ is not np.ndarray or g.dtype != np.float32
+            or idx.__class__ is not np.ndarray or idx.dtype.kind not in "iu" or idx.size == 0
+            or g.shape[:idx.ndim] != idx.shape or g.shape[idx.ndim:] != tuple(shape[1:])
+            or g.size < native.MIN_NATIVE_ELEMENTS):
+        return NotImplemented
+    rows = shape[0]
+    flat = idx.reshape(-1).astype(np.int64)
+    flat = np.where(flat < 0, flat + rows, flat)
+    if flat.min() < 0 or flat.max() >= rows:
+        return NotImplemented
+    kernel = _function("rows_by_index_f32", 6, "reductions", 2)
+    if kernel is None:
+        return NotImplemented
+    g = np.ascontiguousarray(g)
+    n = flat.size
+    cols = g.size // n
+    out = np.zeros(shape, np.float32)
+    starts = np.zeros(rows + 1, np.int64)
+    order = np.empty(n, np.int64)
+    tmp = np.empty((n.bit_length() + 1, cols), np.float32)  # a row per level of the halving
+    kernel(0, n, g.ctypes.data, flat.ctypes.data, out.ctypes.data, starts.ctypes.data,
+           order.ctypes.data, tmp.ctypes.data, rows, cols)  # one call: no thread split
+    return out
+
+
 NATIVE_KERNELS: dict[str, Callable[..., Any]] = {
     "gelu": gelu, "gelu_backward": gelu_backward, "relu_backward": relu_backward,
-    "sum": sum_leading_axis,
+    "sum": sum_leading_axis, "take_scatter_add": take_scatter_add,
 }
 
