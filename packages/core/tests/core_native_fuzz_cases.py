@@ -1,6 +1,7 @@
 """One fuzz case of a core native kernel's entry point (``pullback/_cpu_native.py``: GELU, its
-derivative, ReLU's derivative, the leading-axis sum, an embedding's gradient) against the op's NumPy kernel, run in a worker process by
-``test_native_fuzz.py`` (a crash is a failing case, not a dead pytest).
+derivative, ReLU's derivative, the leading-axis sum, an embedding's gradient) against the op's
+NumPy kernel, run in a worker process by ``test_native_fuzz.py`` (a crash is a failing case, not
+a dead pytest).
 
 A case is a JSON dict: ``entry`` names the entry point; shapes, dtypes, layouts, a seed for the
 values and whether to mix in NaN, infinities and +-1e38. :func:`run_case` returns ``None`` when
