@@ -61,10 +61,19 @@ def test_gelu_special_values_agree_with_the_numpy_kernel(activations):
     numpy_gelu = pb.get_op("gelu").generic(np)
     numpy_slope = pb.get_op("gelu_backward").generic(np)
     with np.errstate(all="ignore"):
-        np.testing.assert_allclose(_cpu_native.gelu(x), numpy_gelu(x), rtol=1e-6, atol=1e-30)
         g = np.ones_like(x)
-        np.testing.assert_allclose(_cpu_native.gelu_backward(g, x), numpy_slope(g, x), rtol=1e-6,
-                                   atol=1e-30)
+        pairs = [(_cpu_native.gelu(x), numpy_gelu(x)), (_cpu_native.gelu_backward(g, x),
+                                                        numpy_slope(g, x))]
+    for got, want in pairs:
+        # C rounds erf32's Horner steps once (fused multiply-adds), NumPy twice: they agree to
+        # erf32's absolute error (a few 1e-7), times |x| where GELU's tail cancels
+        assert ((np.isnan(got) == np.isnan(want)).all() and (got[np.isinf(want)]
+                                                             == want[np.isinf(want)]).all())
+        finite = np.isfinite(want)
+        error = np.abs(got[finite].astype(np.float64) - want[finite])
+        assert (error <= 1e-6 * np.abs(want[finite]) + 5e-7 * (1 + np.abs(x[finite]))).all()
+        tiny = finite & (np.abs(x) < 1e-20)
+        assert (got[tiny] == want[tiny]).all()  # 0, -0 and +-1e-30 exactly: x / 2
 
 
 def test_threaded_and_single_thread_results_are_identical(activations):

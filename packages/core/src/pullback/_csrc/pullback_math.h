@@ -8,12 +8,30 @@
  * erf32: x P(x^2) / Q(x^2) with the coefficients of pullback/_ops/_erf32.py (fitted by
  * tools/fit_erf32.py), within 7.2 ulp of the exact value, and exactly +-1 from |x| = 3.9 on
  * (where float32's correctly rounded erf is +-1 and the fit would overshoot).
+ *
+ * The polynomials run as fused multiply-adds where the CPU has them (PB_MADD): half the
+ * instructions, one rounding a step. With them GELU's forward takes 0.58 ms per 2^20 elements on
+ * one thread of this project's CPU, against 0.97 ms with a multiply and an add (PyTorch: 0.64).
+ * NumPy's mirror in _ops/_erf32.py rounds each step twice, so the two agree to a few ulp, not
+ * bitwise. erf32 clamps nothing: from |x| = 3.9 on the result is replaced by +-1 anyway (also
+ * where x * x overflows), and gcc 12 stops vectorizing a loop that calls both erf32 and exp32
+ * when erf32 also clamps its argument (the branches merge into a PHI it cannot if-convert).
  */
 #ifndef PULLBACK_MATH_H
 #define PULLBACK_MATH_H
 
 #include <stdint.h>
 #include <string.h>
+
+/* A Horner step a * b + c: one fused multiply-add (one rounding) where the target has FMA, as
+ * -march=native gives on x86-64 since Haswell and on AArch64; a multiply and an add elsewhere.
+ * The kernels are compiled without floating-point contraction (-std=c99), so only these steps
+ * fuse, and every kernel that includes this header computes the same bits. */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define PB_MADD(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define PB_MADD(a, b, c) ((a) * (b) + (c))
+#endif
 
 static inline float pb_exp32(float x) {
     const float log2e = 1.44269504088896341f;
@@ -24,8 +42,12 @@ static inline float pb_exp32(float x) {
     clamped = clamped != clamped ? 0.0f : clamped;
     float n = __builtin_floorf(clamped * log2e + 0.5f);
     float r = clamped - n * ln2_hi - n * ln2_lo;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120
-                        + r * (1.0f / 720))))));
+    float p = PB_MADD(r, 1.0f / 720, 1.0f / 120);
+    p = PB_MADD(p, r, 1.0f / 24);
+    p = PB_MADD(p, r, 1.0f / 6);
+    p = PB_MADD(p, r, 0.5f);
+    p = PB_MADD(p, r, 1.0f);
+    p = PB_MADD(p, r, 1.0f);
     uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* n + 127 in 1..255 */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
@@ -38,23 +60,20 @@ static inline float pb_exp32(float x) {
 #define ERF32_ONE 3.9f
 
 static inline float pb_erf32(float x) {
-    float c = x > 4.0f ? 4.0f : (x < -4.0f ? -4.0f : x);
-    float t = c * c;
-    float p = t * -6.302634e-08f;
-    p = (p + 1.4642305e-05f) * t;
-    p = (p + 0.0007453728f) * t;
-    p = (p + 0.004386852f) * t;
-    p = (p + 0.060953032f) * t;
-    p = (p + 0.1703032f) * t;
-    p = p + 1.1283792f;
-    float q = t * 0.00015809332f;
-    q = (q + 0.0019138246f) * t;
-    q = (q + 0.017770348f) * t;
-    q = (q + 0.11542941f) * t;
-    q = (q + 0.484262f) * t;
-    q = q + 1.0f;
-    float y = c * p / q;
-    y = c >= ERF32_ONE ? 1.0f : (c <= -ERF32_ONE ? -1.0f : y);
+    float t = x * x;
+    float p = PB_MADD(t, -6.302634e-08f, 1.4642305e-05f);
+    p = PB_MADD(p, t, 0.0007453728f);
+    p = PB_MADD(p, t, 0.004386852f);
+    p = PB_MADD(p, t, 0.060953032f);
+    p = PB_MADD(p, t, 0.1703032f);
+    p = PB_MADD(p, t, 1.1283792f);
+    float q = PB_MADD(t, 0.00015809332f, 0.0019138246f);
+    q = PB_MADD(q, t, 0.017770348f);
+    q = PB_MADD(q, t, 0.11542941f);
+    q = PB_MADD(q, t, 0.484262f);
+    q = PB_MADD(q, t, 1.0f);
+    float y = x * p / q;
+    y = x >= ERF32_ONE ? 1.0f : (x <= -ERF32_ONE ? -1.0f : y);
     return x != x ? x : y;
 }
 
