@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
+import pullback.nn.functional as F
 from compiler_battery import placeholder_values
 from pass_battery import CASES, assert_close, assert_identical, traced
 from pullback.compiler import optimize, run_graph, trace
@@ -155,6 +156,70 @@ def test_slice_gradients_go_into_one_buffer():
     ops = [n.op for n in optimize(graph, ["assemble_slices", "dce"])[0].nodes]
     assert before == 6 and "getitem_scatter" not in ops  # q, k, v of two layers
     assert ops.count("compiler.scatter_slices") == 2
+
+
+def test_attention_gradients_go_straight_into_the_packed_qkv_gradient():
+    graph, inputs = traced("gpt_backward")
+    values = placeholder_values(graph, inputs)
+    pipeline = ["assemble_slices", "dce", "pack_attention_grads", "dce"]
+    optimized, _ = optimize(graph, pipeline)
+    ops = [n.op for n in optimized.nodes]
+    assert ops.count("compiler.attention_backward_packed") == 2  # two layers
+    assert "compiler.scatter_slices" not in ops
+    assert "nn.scaled_dot_product_attention_backward" not in ops
+    # a layer: 3 permutes, 3 reshapes and the backward fewer (the packed node replaces the sum)
+    assert len(optimized.nodes) == len(optimize(graph, pipeline[:2])[0].nodes) - 2 * 7
+    for i, (a, b) in enumerate(zip(run_graph(graph, *values), run_graph(optimized, *values))):
+        assert_identical(a, b, f"result {i}")
+
+
+def test_attention_gradients_read_elsewhere_are_not_packed():
+    """A head gradient that is also returned (read twice) keeps the unpacked nodes."""
+    qkv = pb.randn(2, 8, 24, requires_grad=True)
+
+    def f(qkv):
+        q, k, v = (t.reshape(2, 8, 2, 4).transpose(1, 2) for t in qkv.split(8, axis=2))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y.transpose(1, 2).reshape(2, 8, 8).sum().backward()
+        return qkv.grad
+
+    graph = trace(f, qkv)
+    packed = optimize(graph, ["assemble_slices", "dce", "pack_attention_grads", "dce"])[0]
+    assert "compiler.attention_backward_packed" in [n.op for n in packed.nodes]
+    backward = next(n for n in graph.nodes if n.op == "nn.scaled_dot_product_attention_backward")
+    graph.outputs = list(graph.outputs) + [backward.outputs[1]]  # gk read by the results too
+    kept = optimize(graph, ["assemble_slices", "dce", "pack_attention_grads", "dce"])[0]
+    assert "compiler.attention_backward_packed" not in [n.op for n in kept.nodes]
+    assert "compiler.scatter_slices" in [n.op for n in kept.nodes]
+
+
+@pytest.mark.parametrize("native_kernel", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_packed_attention_gradient_is_the_assembled_one_bit_for_bit(native_kernel, dtype,
+                                                                    monkeypatch):
+    """The op writes what scatter_slices writes from the three head gradients (column blocks
+    in any order, -0.0 as 0.0), from the C kernel and from nn's composition alike."""
+    from pullback.nn._ops import _native_attention
+    from pullback.registry import get_op
+
+    if not native_kernel:
+        monkeypatch.setattr(_native_attention, "attention_backward",
+                            lambda *a, **k: NotImplemented)
+    rng = np.random.default_rng(3)
+    q, k, v, g = (rng.standard_normal((2, 3, 11, 4)).astype(dtype) for _ in range(4))
+    g[0, 0, 0] = -0.0
+    _, (weights,) = get_op("nn.scaled_dot_product_attention").generic(np)(
+        q, k, v, None, None, scale=0.5, causal=True)
+    heads = get_op("nn.scaled_dot_product_attention_backward").generic(np)(
+        g, q, k, v, weights, scale=0.5, causal=True)
+    starts = (24, 0, 12)
+    keys = tuple((slice(None), slice(None), slice(s, s + 12)) for s in starts)
+    merged = [h.transpose(0, 2, 1, 3).reshape(2, 11, 12) for h in heads]
+    want = get_op("compiler.scatter_slices").kernel_for("cpu")(*merged, keys=keys,
+                                                                shape=(2, 11, 36))
+    got = get_op("compiler.attention_backward_packed").kernel_for("cpu")(
+        g, q, k, v, weights, scale=0.5, causal=True, starts=starts, shape=(2, 11, 36))
+    assert_identical(got, want, "packed attention gradient")
 
 
 def test_slice_assembly_keeps_signed_zeros_as_the_sums_do():

@@ -120,6 +120,47 @@ def test_backward_op_matches_its_numpy_composition(kernels, causal):
         _close(ours, theirs, "float64", f"gradient of {name}")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_writes_into_the_column_blocks_of_one_packed_gradient(kernels, causal, dtype):
+    """``out``: the three gradients go into views of one (B, T, 3 * H * D) buffer (the packed QKV
+    gradient), the values of the unpacked call with -0.0 written as 0.0, from the fused kernel
+    and from the composition alike."""
+    rng = np.random.default_rng(7)
+    _, (q, k, v) = _packed_heads(rng, 2, 21, 3, 8, dtype)
+    g = rng.standard_normal((2, 3, 21, 8)).astype(dtype)
+    _, (weights,) = attention._sdpa_kernel(np)(q, k, v, None, None, scale=0.4, causal=causal)
+    backward = attention._sdpa_backward_kernel(np)
+    unpacked = backward(g, q, k, v, weights, scale=0.4, causal=causal)
+    for kernel in (backward, backward.__wrapped__):
+        packed = np.full((2, 21, 72), np.nan, dtype)
+        views = tuple(packed[..., s:s + 24].reshape(2, 21, 3, 8).transpose(0, 2, 1, 3)
+                      for s in (48, 0, 24))  # any order of the blocks
+        got = kernel(g, q, k, v, weights, scale=0.4, causal=causal, out=views)
+        assert all(a is b for a, b in zip(got, views))
+        for start, want in zip((48, 0, 24), unpacked if kernel is backward else
+                               backward.__wrapped__(g, q, k, v, weights, scale=0.4,
+                                                    causal=causal)):
+            block = packed[..., start:start + 24].reshape(2, 21, 3, 8).transpose(0, 2, 1, 3)
+            np.testing.assert_array_equal(block, want + 0.0)
+            assert not np.signbit(block[block == 0]).any()
+
+
+def test_backward_into_arrays_it_cannot_write_says_not_implemented(kernels):
+    rng = np.random.default_rng(8)
+    _, (q, k, v) = _packed_heads(rng, 2, 9, 2, 4)
+    g = rng.standard_normal((2, 2, 9, 4)).astype(np.float32)
+    _, (weights,) = attention._sdpa_kernel(np)(q, k, v, None, None, scale=0.5, causal=True)
+    fresh = [np.empty((2, 2, 9, 4), np.float32) for _ in range(3)]
+    shared = np.empty((2, 2, 9, 4), np.float32)
+    for out in [(fresh[0], fresh[1]), (fresh[0], fresh[1], fresh[2].astype(np.float64)),
+                (fresh[0], fresh[1], np.empty((2, 2, 9, 5), np.float32)),
+                (fresh[0], fresh[1], np.empty((2, 2, 9, 8), np.float32)[..., ::2]),
+                (shared, fresh[1], shared)]:
+        assert attention._native_attention.attention_backward(
+            g, q, k, v, weights, scale=0.5, causal=True, out=out) is NotImplemented
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_gradcheck_float64(kernels, causal):
     gradcheck, _ = gradchecks()

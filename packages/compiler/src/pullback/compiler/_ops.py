@@ -61,4 +61,34 @@ MATMUL_EPILOGUE = Op("compiler.matmul_epilogue", _epilogue_kernel, differentiabl
                      family="linalg",
                      doc="a product (linear, matmul) and its elementwise loop in its buffer")
 
-COMPILER_OPS = (FUSED_ELEMENTWISE, SCATTER_SLICES, MATMUL_EPILOGUE)
+
+def _attention_backward_packed_kernel(xp: Any) -> Any:
+    def attention_backward_packed(g: Any, q: Any, k: Any, v: Any, weights: Any, *, scale: float,
+                                  causal: bool, starts: tuple[int, int, int],
+                                  shape: tuple[int, ...]) -> Any:
+        from pullback.registry import get_op
+
+        make = get_op("nn.scaled_dot_product_attention_backward").generic
+        if make is None:
+            raise NotImplementedError("compiler.attention_backward_packed: nn's attention "
+                                      "backward has no generic kernel")
+        backward = make(xp)
+        out = xp.empty(shape, dtype=q.dtype)
+        heads = []
+        for start, operand in zip(starts, (q, k, v)):
+            batch, count, length, dim = operand.shape
+            # columns start.. of (B, T, W) as (B, H, T, D): a view (the last axis splits)
+            heads.append(out[..., start:start + count * dim].reshape(batch, length, count, dim)
+                         .swapaxes(1, 2))
+        backward(g, q, k, v, weights, scale=scale, causal=causal, out=tuple(heads))
+        return out
+
+    return attention_backward_packed
+
+
+ATTENTION_BACKWARD_PACKED = Op(
+    "compiler.attention_backward_packed", _attention_backward_packed_kernel,
+    differentiable=False, family="index",
+    doc="attention's (gq, gk, gv) written into the column blocks of one packed QKV gradient")
+
+COMPILER_OPS = (FUSED_ELEMENTWISE, SCATTER_SLICES, MATMUL_EPILOGUE, ATTENTION_BACKWARD_PACKED)

@@ -14,14 +14,16 @@ from pullback.plugins import graph_passes
 
 from .._ir import Graph
 from . import (  # noqa: F401  (they register themselves)
-    algebraic, constant_fold, cse, dce, epilogue, fold, fusion, inplace, slices,
+    algebraic, attention, constant_fold, cse, dce, epilogue, fold, fusion, inplace, slices,
 )
 
 GraphPass = Callable[[Graph], Graph]
 
+# pack_attention_grads reads the assembled slices once dce has dropped the sums they replace
+# (its own leftovers go with the next dce)
 DEFAULT_PIPELINE: tuple[str, ...] = ("algebraic", "constant_fold", "cse", "assemble_slices",
-                                     "dce", "fuse_elementwise", "dce", "matmul_epilogue",
-                                     "write_in_place")
+                                     "dce", "pack_attention_grads", "fuse_elementwise", "dce",
+                                     "matmul_epilogue", "write_in_place")
 
 
 def get_pass(name_or_pass: str | GraphPass) -> GraphPass:

@@ -115,9 +115,14 @@ def attention(q: Any, k: Any, v: Any, bias: Any = None, keep: Any = None, *, sca
 
 
 def attention_backward(g: Any, q: Any, k: Any, v: Any, weights: Any, *, scale: float,
-                       causal: bool) -> Any:
+                       causal: bool, out: tuple[Any, Any, Any] | None = None) -> Any:
     """``(gq, gk, gv)`` of :func:`attention` from the output's gradient ``g`` and the saved
-    weights, each of the operands' broadcast batch shape."""
+    weights, each of the operands' broadcast batch shape.
+
+    ``out``: three arrays of those shapes and ``q``'s dtype, features contiguous (views of one
+    buffer, such as the column blocks of a packed QKV gradient), written as if added into zeros
+    (``-0.0`` becomes ``0.0``) and returned; ``NotImplemented`` for arrays the kernel cannot
+    write."""
     found = _operands(g, q, k, v)
     if found is None or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         return NotImplemented
@@ -127,18 +132,31 @@ def attention_backward(g: Any, q: Any, k: Any, v: Any, weights: Any, *, scale: f
     if (g.shape != batch + (length, value_features) or weights.__class__ is not np.ndarray
             or weights.dtype != q.dtype or weights.shape != batch + (length, keys)):
         return NotImplemented
-    kernel = _kernel(f"sdpa_backward_{suffix}", 9, 31)
-    if kernel is None:
+    kernel = _kernel(f"sdpa_backward_{suffix}", 9, 32)
+    shapes = [batch + (length, features), batch + (keys, features),
+              batch + (keys, value_features)]
+    if kernel is None or (out is not None and not _writable(out, shapes, q.dtype)):
         return NotImplemented
     weights = np.ascontiguousarray(weights)
-    gq = _heads_out(batch, length, features, q.dtype)
-    gk = _heads_out(batch, keys, features, q.dtype)
-    gv = _heads_out(batch, keys, value_features, q.dtype)
+    gq, gk, gv = out if out is not None else (
+        _heads_out(batch, shape[-2], shape[-1], q.dtype) for shape in shapes)
     scale_box = _scale(scale, q.dtype)
     b, h = _grid(batch)
     native.run_rows(kernel, b * h, length * keys * (features + value_features), g.ctypes.data,
                     q.ctypes.data, k.ctypes.data, v.ctypes.data, weights.ctypes.data,
                     gq.ctypes.data, gk.ctypes.data, gv.ctypes.data, scale_box.ctypes.data, h,
                     length, keys, features, value_features, *gs, *qs, *ks, *vs,
-                    *_out_strides(gq), *_out_strides(gk), *_out_strides(gv), int(causal))
+                    *_out_strides(gq), *_out_strides(gk), *_out_strides(gv), int(causal),
+                    int(out is not None))
     return gq, gk, gv
+
+
+def _writable(out: Any, shapes: list[tuple[int, ...]], dtype: Any) -> bool:
+    """Whether ``out`` holds three arrays of ``shapes`` and ``dtype`` that the kernel writes
+    through their strides: features contiguous, whole-element strides, no two overlapping."""
+    if len(out) != 3 or any(
+            a.__class__ is not np.ndarray or a.dtype != dtype or a.shape != shape
+            or not a.flags.writeable or (a.shape[-1] > 1 and a.strides[-1] != a.itemsize)
+            or any(st % a.itemsize for st in a.strides) for a, shape in zip(out, shapes)):
+        return False
+    return not any(np.shares_memory(a, b) for i, a in enumerate(out) for b in out[i + 1:])

@@ -72,14 +72,19 @@ def _sdpa_backward_kernel(xp: Any) -> Any:
     matmul = _matmul(xp)
 
     def scaled_dot_product_attention_backward(g: Any, q: Any, k: Any, v: Any, weights: Any, *,
-                                              scale: float, causal: bool) -> Any:
+                                              scale: float, causal: bool,
+                                              out: Any = None) -> Any:
         gv = matmul(xp.swapaxes(weights, -1, -2), g)
         g_scores = softmax_backward(matmul(g, xp.swapaxes(v, -1, -2)), weights, axis=-1)
         gq = matmul(g_scores, k)
         gq *= scale
         gk = matmul(xp.swapaxes(g_scores, -1, -2), q)
         gk *= scale
-        return gq, gk, gv
+        if out is None:
+            return gq, gk, gv
+        for target, grad in zip(out, (gq, gk, gv)):
+            xp.add(grad, 0.0, out=target)  # as the native kernel: added into zeros
+        return tuple(out)
 
     if xp is np:
         return native_first(_native_attention.attention_backward,

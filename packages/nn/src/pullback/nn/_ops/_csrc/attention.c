@@ -284,8 +284,11 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
                               int64_t kh, int64_t ks, int64_t ke, int64_t vb, int64_t vh,
                               int64_t vs, int64_t ve, int64_t gqb, int64_t gqh, int64_t gql,
                               int64_t gkb, int64_t gkh, int64_t gks, int64_t gvb, int64_t gvh,
-                              int64_t gvs, int64_t causal) {
+                              int64_t gvs, int64_t causal, int64_t positive_zeros) {
     const T scale = *scale_p;
+    /* added to every stored result: -0.0 changes nothing, +0.0 turns -0.0 into 0.0 (as adding
+     * the results into zeros would: the compiler's packed QKV gradient) */
+    const T zero = positive_zeros ? (T)0 : -(T)0;
     const int64_t Sp = SDPA_NAME(padded)(S), Ep = SDPA_NAME(padded)(E),
                   Evp = SDPA_NAME(padded)(Ev);
     const int64_t wide = Sp > Ep ? (Sp > Evp ? Sp : Evp) : (Ep > Evp ? Ep : Evp);
@@ -321,8 +324,8 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
             SDPA_NAME(ds_row)(d0, wn + i * S, seen0, used1);
             SDPA_NAME(ds_row)(d1, wn + i1 * S, seen1, used1);
             SDPA_NAME(rows_times)(r0, r1, d0, d1, 1, kp, Ep, seen1, Ep);
-            for (int64_t e = 0; e < E; e++) gqn[i * gql + e] = r0[e] * scale;
-            for (int64_t e = 0; e < E; e++) gqn[i1 * gql + e] = r1[e] * scale;
+            for (int64_t e = 0; e < E; e++) gqn[i * gql + e] = r0[e] * scale + zero;
+            for (int64_t e = 0; e < E; e++) gqn[i1 * gql + e] = r1[e] * scale + zero;
         }
         /* by key rows: dK's and dV's, over the queries that see the pair's first key (from
          * key j on when causal; the second key's dS and P are 0 at query j) */
@@ -332,12 +335,12 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
             const T *dcol = ds + first * Sp, *pcol = wn + first * S;
             SDPA_NAME(rows_times)(r0, r1, dcol + j, dcol + j1, Sp, qp + first * Ep, Ep, count,
                                   Ep);
-            for (int64_t e = 0; e < E; e++) gkn[j * gks + e] = r0[e] * scale;
-            for (int64_t e = 0; e < E; e++) gkn[j1 * gks + e] = r1[e] * scale;
+            for (int64_t e = 0; e < E; e++) gkn[j * gks + e] = r0[e] * scale + zero;
+            for (int64_t e = 0; e < E; e++) gkn[j1 * gks + e] = r1[e] * scale + zero;
             SDPA_NAME(rows_times)(r0, r1, pcol + j, pcol + j1, S, gp + first * Evp, Evp, count,
                                   Evp);
-            for (int64_t e = 0; e < Ev; e++) gvn[j * gvs + e] = r0[e];
-            for (int64_t e = 0; e < Ev; e++) gvn[j1 * gvs + e] = r1[e];
+            for (int64_t e = 0; e < Ev; e++) gvn[j * gvs + e] = r0[e] + zero;
+            for (int64_t e = 0; e < Ev; e++) gvn[j1 * gvs + e] = r1[e] + zero;
         }
     }
     free(vt);
