@@ -3,7 +3,8 @@
  *
  * exp32: exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln(2) / 2, exp(r) by its degree-6
  * Taylor polynomial (relative error under 2e-7, about 1.5 float32 ulp). Below -87.3 the result
- * is 0 (also for -inf: masked attention scores); above 88.7 it is +inf; NaN stays NaN.
+ * is 0 (also for -inf: masked attention scores); from about 88.38 on it is +inf (2^128); NaN
+ * stays NaN.
  *
  * erf32: x P(x^2) / Q(x^2) with the coefficients of pullback/_ops/_erf32.py (fitted by
  * tools/fit_erf32.py), within 7.2 ulp of the exact value, and exactly +-1 from |x| = 3.9 on
@@ -36,10 +37,10 @@
 static inline float pb_exp32(float x) {
     const float log2e = 1.44269504088896341f;
     const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-    float clamped = x > 88.7f ? 88.7f : (x < -87.3f ? -87.3f : x);
-    /* NaN goes through the arithmetic as 0 (its result is replaced below): converting a NaN n
-     * to int32 and shifting the negative result is undefined behaviour */
-    clamped = clamped != clamped ? 0.0f : clamped;
+    /* x > -87.3 ? x : -87.3 is one vmaxps on x86, which also turns NaN into -87.3 (converting
+     * a NaN n to int32 would be undefined behaviour; its result is replaced below) */
+    float clamped = x > -87.3f ? x : -87.3f;
+    clamped = clamped < 88.7f ? clamped : 88.7f;
     float n = __builtin_floorf(clamped * log2e + 0.5f);
     float r = clamped - n * ln2_hi - n * ln2_lo;
     float p = PB_MADD(r, 1.0f / 720, 1.0f / 120);
@@ -51,9 +52,10 @@ static inline float pb_exp32(float x) {
     uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* n + 127 in 1..255 */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
+    /* from x = 88.38 on n is 128, so scale is 2^128 = +inf and y = +inf (p > 0) with no
+     * select: also for +inf and everything clamped to 88.7 */
     float y = p * scale;
     y = x < -87.3f ? 0.0f : y;
-    y = x > 88.7f ? __builtin_inff() : y;
     return x != x ? x : y;
 }
 
