@@ -101,7 +101,8 @@ def _layer_norm64(x, w, b, normalized_ndim, eps):
 
 
 LN_CASES = [((7, 300), 1, True, True), ((2048, 128), 1, True, False), ((64, 5, 6), 2, False, True),
-            ((4096, 33), 1, False, False), ((8192, 128), 1, True, True)]
+            ((4096, 33), 1, False, False), ((8192, 128), 1, True, True),
+            ((1000, 96), 1, True, True)]  # 15 blocks of 64 rows and one of 40
 
 
 @pytest.mark.parametrize("shape,nd,has_w,has_b", LN_CASES, ids=str)

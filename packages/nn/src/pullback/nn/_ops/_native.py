@@ -214,6 +214,11 @@ def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> A
     return y, (mean, rstd)
 
 
+# Rows per block of layer norm's parameter sums (rows.c: each block's sums in double, the
+# blocks added in order): the sums depend on it, never on the thread count.
+_LAYER_NORM_BLOCK_ROWS = 64
+
+
 def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normalized_ndim: int,
                         param_grads: bool = True) -> Any:
     """``(gx, gw, gb)`` of :func:`layer_norm`; ``gw`` and ``gb`` are ``None`` unless
@@ -222,23 +227,23 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
     # the C kernel reads one mean and one rstd per row
     fits = fits and mean.size == rstd.size == _rows_cols(x, normalized_ndim)[0]
     inputs = native.float32_inputs(g, x, w, mean, rstd) if fits else None
-    input_kernel = _function("layer_norm_backward_input_f32", 6, 1)
-    param_kernel = _function("layer_norm_backward_params_f32", 6, 2)
-    if inputs is None or input_kernel is None or param_kernel is None:
+    kernel = _function("layer_norm_backward_f32", 8, 3)
+    if inputs is None or kernel is None:
         return NotImplemented
     g, x, w, mean, rstd = inputs
     rows, cols = _rows_cols(x, normalized_ndim)
     gx = np.empty_like(x)
-    native.run_rows(input_kernel, rows, cols, g.ctypes.data, x.ctypes.data, native.pointer(w),
-                    mean.ctypes.data, rstd.ctypes.data, gx.ctypes.data, cols)
-    if not param_grads:
+    blocks = -(-rows // _LAYER_NORM_BLOCK_ROWS)
+    sums = np.empty((2, blocks, cols)) if param_grads else None
+    native.run_rows(kernel, blocks, _LAYER_NORM_BLOCK_ROWS * cols, g.ctypes.data, x.ctypes.data,
+                    native.pointer(w), mean.ctypes.data, rstd.ctypes.data, gx.ctypes.data,
+                    None if sums is None else sums[0].ctypes.data,
+                    None if sums is None else sums[1].ctypes.data, rows, cols,
+                    _LAYER_NORM_BLOCK_ROWS)
+    if sums is None:
         return gx, None, None
     normalized = x.shape[x.ndim - normalized_ndim:]
-    gw = np.empty(normalized, dtype=np.float32)
-    gb = np.empty(normalized, dtype=np.float32)
-    # split by columns: each thread sums its columns over every row
-    native.run_rows(param_kernel, cols, rows, g.ctypes.data, x.ctypes.data, mean.ctypes.data,
-                    rstd.ctypes.data, gw.ctypes.data, gb.ctypes.data, rows, cols)
+    gw, gb = sums.sum(axis=1).astype(np.float32).reshape((2,) + normalized)
     return gx, gw, gb
 
 

@@ -1,8 +1,8 @@
 /* Row kernels of pullback.nn: softmax (with attention's scale and causal mask folded in), its
  * backward, and layer norm forward and backward, on float32; log-softmax and softmax
  * cross-entropy (integer targets) forward and backward, on float32 and float64. Each function
- * handles rows lo..hi of a (rows x cols) C-contiguous array (the layer-norm parameter gradients:
- * columns lo..hi), so that pullback.native.run_rows can give each thread its share.
+ * handles rows lo..hi of a (rows x cols) C-contiguous array (layer norm's backward: blocks of
+ * rows lo..hi), so that pullback.native.run_rows can give each thread its share.
  *
  * Row sums keep LANES independent float partial sums per chunk of CHUNK elements and add the
  * chunks in double: strict IEEE order forbids gcc from vectorizing one running sum, and the
@@ -12,10 +12,11 @@
  * anything else; nothing here checks it again):
  *   - every array is C-contiguous, of the kernel's float type, of rows x cols elements
  *     (cols >= 1), except w and b (cols elements, or NULL), mean and rstd (rows elements), gw,
- *     gb (cols elements), the cross-entropy's target (rows int64), loss and g (rows elements)
+ *     gb (cols elements), pw and pb (blocks x cols doubles), the cross-entropy's target (rows int64), loss and g (rows elements)
  *     and stats (2 x rows elements);
  *   - outputs do not overlap inputs, except softmax_f32's y, which may be x itself;
- *   - 0 <= lo <= hi <= rows (columns for layer_norm_backward_params_f32), period >= 1.
+ *   - 0 <= lo <= hi <= rows (blocks of block_rows >= 1 rows for layer_norm_backward_f32),
+ *     period >= 1.
  * A cross-entropy target outside 0..cols-1 (and not ignore_index) is never read through: its
  * loss is NaN and its row's gradient has no one-hot term (the callers reject such targets
  * before this, with a typed error). */
@@ -191,48 +192,40 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
     }
 }
 
-/* gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)), gxhat = g * w (w may be
- * NULL). */
-void layer_norm_backward_input_f32(int64_t lo, int64_t hi, const float *restrict g,
-                                   const float *restrict x, const float *restrict w,
-                                   const float *restrict mean, const float *restrict rstd,
-                                   float *restrict gx, int64_t cols) {
-    for (int64_t r = lo; r < hi; r++) {
-        const float *gr = g + r * cols, *xr = x + r * cols;
-        float *out = gx + r * cols;
-        float mu = mean[r], rs = rstd[r];
-        /* out first holds gxhat, then the gradient */
-        if (w)
-            for (int64_t j = 0; j < cols; j++) out[j] = gr[j] * w[j];
-        else
-            for (int64_t j = 0; j < cols; j++) out[j] = gr[j];
-        double sg = row_sum(out, cols), sgx = row_dot(out, xr, cols, mu, rs);
-        float a = (float)(sg / (double)cols), c = (float)(sgx / (double)cols);
-        for (int64_t j = 0; j < cols; j++) out[j] = rs * (out[j] - a - (xr[j] - mu) * rs * c);
-    }
-}
-
-#define PARAM_BLOCK 64
-
-/* gw[j] = sum over rows of g * xhat, gb[j] = sum over rows of g, for columns lo..hi. */
-void layer_norm_backward_params_f32(int64_t lo, int64_t hi, const float *restrict g,
-                                    const float *restrict x, const float *restrict mean,
-                                    const float *restrict rstd, float *restrict gw,
-                                    float *restrict gb, int64_t rows, int64_t cols) {
-    for (int64_t c0 = lo; c0 < hi; c0 += PARAM_BLOCK) {
-        int64_t n = hi - c0 < PARAM_BLOCK ? hi - c0 : PARAM_BLOCK;
-        double aw[PARAM_BLOCK] = {0}, ab[PARAM_BLOCK] = {0};
-        for (int64_t r = 0; r < rows; r++) {
-            const float *gr = g + r * cols + c0, *xr = x + r * cols + c0;
+/* Layer norm's backward over the row blocks lo..hi (block k: rows k * block_rows up to rows):
+ * gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)), gxhat = g * w (w may be
+ * NULL), and, when pw and pb are not NULL, the block's sums over its rows of g * xhat (w's
+ * gradient) and of g (b's), in double, into row k of pw and pb (blocks x cols). One pass over
+ * g and x, which the parameter sums read while the row is in cache; the caller adds the blocks
+ * up in order, so the sums depend on block_rows, not on how the threads split the blocks. */
+void layer_norm_backward_f32(int64_t lo, int64_t hi, const float *restrict g,
+                             const float *restrict x, const float *restrict w,
+                             const float *restrict mean, const float *restrict rstd,
+                             float *restrict gx, double *restrict pw, double *restrict pb,
+                             int64_t rows, int64_t cols, int64_t block_rows) {
+    for (int64_t k = lo; k < hi; k++) {
+        const int64_t first = k * block_rows;
+        const int64_t end = first + block_rows < rows ? first + block_rows : rows;
+        double *aw = pw ? pw + k * cols : NULL, *ab = pb ? pb + k * cols : NULL;
+        if (aw)
+            for (int64_t j = 0; j < cols; j++) aw[j] = ab[j] = 0;
+        for (int64_t r = first; r < end; r++) {
+            const float *gr = g + r * cols, *xr = x + r * cols;
+            float *out = gx + r * cols;
             float mu = mean[r], rs = rstd[r];
-            for (int64_t j = 0; j < n; j++) {
-                aw[j] += (double)gr[j] * ((xr[j] - mu) * rs);
-                ab[j] += gr[j];
-            }
-        }
-        for (int64_t j = 0; j < n; j++) {
-            gw[c0 + j] = (float)aw[j];
-            gb[c0 + j] = (float)ab[j];
+            if (aw)
+                for (int64_t j = 0; j < cols; j++) {
+                    aw[j] += (double)gr[j] * ((xr[j] - mu) * rs);
+                    ab[j] += gr[j];
+                }
+            /* out first holds gxhat, then the gradient */
+            if (w)
+                for (int64_t j = 0; j < cols; j++) out[j] = gr[j] * w[j];
+            else
+                for (int64_t j = 0; j < cols; j++) out[j] = gr[j];
+            double sg = row_sum(out, cols), sgx = row_dot(out, xr, cols, mu, rs);
+            float a = (float)(sg / (double)cols), c = (float)(sgx / (double)cols);
+            for (int64_t j = 0; j < cols; j++) out[j] = rs * (out[j] - a - (xr[j] - mu) * rs * c);
         }
     }
 }
