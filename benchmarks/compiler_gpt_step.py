@@ -55,13 +55,15 @@ def compile_seconds(step, calls: int = 3) -> float:
 
 # The kinds of node the profile adds up (by op name, else by the op's registry family).
 _GEMM_OPS = ("matmul", "nn.linear", "compiler.matmul_epilogue")
+_ATTENTION_OPS = ("nn.scaled_dot_product_attention", "nn.scaled_dot_product_attention_backward",
+                  "compiler.attention_backward_packed")
 
 
 def node_kind(op_name: str) -> str:
     if op_name in _GEMM_OPS:
         return "gemm (+ epilogue loop)"
-    if op_name == "nn.scaled_dot_product_attention":
-        return "attention forward (2 batched GEMMs + softmax)"
+    if op_name in _ATTENTION_OPS:
+        return "attention forward and backward (fused kernels)"
     if op_name.startswith("nn."):
         return "row kernels (layer norm, softmax, cross-entropy)"
     family = get_op(op_name).family
