@@ -20,6 +20,9 @@
  * A cross-entropy target outside 0..cols-1 (and not ignore_index) is never read through: its
  * loss is NaN and its row's gradient has no one-hot term (the callers reject such targets
  * before this, with a typed error). */
+#include <math.h>
+#include <stdlib.h>
+
 #include "pullback_math.h"
 
 #define LANES 16
@@ -195,28 +198,30 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
 /* Layer norm's backward over the row blocks lo..hi (block k: rows k * block_rows up to rows):
  * gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)), gxhat = g * w (w may be
  * NULL), and, when pw and pb are not NULL, the block's sums over its rows of g * xhat (w's
- * gradient) and of g (b's), in double, into row k of pw and pb (blocks x cols). One pass over
- * g and x, which the parameter sums read while the row is in cache; the caller adds the blocks
- * up in order, so the sums depend on block_rows, not on how the threads split the blocks. */
+ * gradient) and of g (b's) into row k of pw and pb (blocks x cols, doubles). One pass over g
+ * and x, which the parameter sums read while the row is in cache. A block sums in float (64
+ * rows: the error of a few ulp, as PyTorch's float sums), the caller adds the blocks in
+ * double and in order, so the sums depend on block_rows, not on how the threads split the
+ * blocks. Where the float scratch cannot be allocated the sums are NaN (never a silent 0). */
 void layer_norm_backward_f32(int64_t lo, int64_t hi, const float *restrict g,
                              const float *restrict x, const float *restrict w,
                              const float *restrict mean, const float *restrict rstd,
                              float *restrict gx, double *restrict pw, double *restrict pb,
                              int64_t rows, int64_t cols, int64_t block_rows) {
+    float *sw = pw ? malloc(2 * (size_t)cols * sizeof(float)) : NULL, *sb = sw ? sw + cols : NULL;
     for (int64_t k = lo; k < hi; k++) {
         const int64_t first = k * block_rows;
         const int64_t end = first + block_rows < rows ? first + block_rows : rows;
-        double *aw = pw ? pw + k * cols : NULL, *ab = pb ? pb + k * cols : NULL;
-        if (aw)
-            for (int64_t j = 0; j < cols; j++) aw[j] = ab[j] = 0;
+        if (sw)
+            for (int64_t j = 0; j < cols; j++) sw[j] = sb[j] = 0;
         for (int64_t r = first; r < end; r++) {
             const float *gr = g + r * cols, *xr = x + r * cols;
             float *out = gx + r * cols;
             float mu = mean[r], rs = rstd[r];
-            if (aw)
+            if (sw)
                 for (int64_t j = 0; j < cols; j++) {
-                    aw[j] += (double)gr[j] * ((xr[j] - mu) * rs);
-                    ab[j] += gr[j];
+                    sw[j] += gr[j] * ((xr[j] - mu) * rs);
+                    sb[j] += gr[j];
                 }
             /* out first holds gxhat, then the gradient */
             if (w)
@@ -227,7 +232,13 @@ void layer_norm_backward_f32(int64_t lo, int64_t hi, const float *restrict g,
             float a = (float)(sg / (double)cols), c = (float)(sgx / (double)cols);
             for (int64_t j = 0; j < cols; j++) out[j] = rs * (out[j] - a - (xr[j] - mu) * rs * c);
         }
+        if (pw)
+            for (int64_t j = 0; j < cols; j++) {
+                pw[k * cols + j] = sw ? sw[j] : NAN;
+                pb[k * cols + j] = sw ? sb[j] : NAN;
+            }
     }
+    free(sw);
 }
 
 
