@@ -56,6 +56,30 @@ def test_mkl_matmul_matches_numpy(dtype: str, rtol: float) -> None:
 
 
 @needs_mkl
+def test_products_planned_before_reuse_their_plan_on_new_arrays(monkeypatch) -> None:
+    """A product of layouts seen before skips the planning and gives what a fresh plan gives on
+    the same arrays; a layout whose operand is copied first (or a stack) is planned each time."""
+    mkl = _gemm._mkl()
+    planned = []
+    plan = _gemm._operands
+    monkeypatch.setattr(_gemm, "_operands", lambda *a: planned.append(1) or plan(*a))
+    monkeypatch.setattr(_gemm, "_PLANS", {})
+    seen = _layouts(np.random.default_rng(1), "float32")
+    new = _layouts(np.random.default_rng(2), "float32")  # the same layouts, other values
+    for (x, y), (x2, y2) in zip(seen, new):
+        assert (x.shape, x.strides, y.shape, y.strides) == (x2.shape, x2.strides, y2.shape,
+                                                             y2.strides)
+        _gemm.mkl_matmul(mkl, x, y)
+        before = len(planned)
+        reused = _gemm.mkl_matmul(mkl, x2, y2)
+        single = y.ndim == 2 and (x.ndim == 2 or x.flags.c_contiguous)  # one GEMM, no stack
+        copied = _gemm._operand(x) is None or _gemm._operand(y) is None
+        assert (len(planned) == before) == (single and not copied), (x.shape, x.strides)
+        monkeypatch.setattr(_gemm, "_PLANS", {})
+        np.testing.assert_array_equal(reused, _gemm.mkl_matmul(mkl, x2, y2))
+
+
+@needs_mkl
 def test_mkl_declines_what_it_does_not_take() -> None:
     """Integers, mixed dtypes, 1-D operands and empty products go to NumPy's kernel."""
     mkl = _gemm._mkl()

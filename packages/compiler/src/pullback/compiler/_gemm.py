@@ -188,11 +188,45 @@ def _operands(mkl: _Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
     return x, y, batch, out, trans_x, trans_y, ldx, ldy
 
 
+# Single products planned before, by operand layout: a compiled graph calls each product on
+# arrays of one layout every step, and planning one (the checks, strides and transposes of
+# _operands) costs about 20 us, a fiftieth of a GPT product. Only plans that read the operands
+# in place are kept (a copied operand is planned again).
+_PLANS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_MAX_PLANS = 1024
+
+
+def _layout(x: Any, y: Any) -> tuple[Any, ...] | None:
+    if x.__class__ is not np.ndarray or y.__class__ is not np.ndarray:
+        return None
+    return x.shape, x.strides, x.dtype, y.shape, y.strides, y.dtype
+
+
+def _plan(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | tuple[Any, ...] | None:
+    """``x @ y`` planned: a :class:`SingleProduct`, or :func:`_operands`'s tuple for a stack of
+    products, or ``None`` when MKL does not take these operands."""
+    layout = _layout(x, y)
+    known = _PLANS.get(layout) if layout is not None else None
+    if known is not None:
+        gemm, kernel, out_shape, sizes, shape = known
+        return SingleProduct(gemm, kernel, x, y, np.empty(out_shape, x.dtype), sizes, shape)
+    found = _operands(mkl, x, y)
+    if found is None or found[2]:
+        return found
+    single = _single(mkl, x, y, found)
+    if single.x.ctypes.data == x.ctypes.data and single.y.ctypes.data == y.ctypes.data:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[layout] = (single.gemm, single.kernel, single.out.shape, single.sizes,  # type: ignore[index]
+                          single.shape)
+    return single
+
+
 def single_product(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | None:
     """``x @ y`` planned as one CBLAS product (a 2-D result, or a stack of rows times one
     matrix), or ``None`` (a stack of products, or operands MKL does not take)."""
-    found = _operands(mkl, x, y)
-    return None if found is None or found[2] else _single(mkl, x, y, found)
+    planned = _plan(mkl, x, y)
+    return planned if planned.__class__ is SingleProduct else None
 
 
 def _single(mkl: _Mkl, x: Any, y: Any, found: tuple[Any, ...]) -> SingleProduct:
@@ -208,15 +242,15 @@ def _single(mkl: _Mkl, x: Any, y: Any, found: tuple[Any, ...]) -> SingleProduct:
 
 def mkl_matmul(mkl: _Mkl, x: Any, y: Any) -> np.ndarray | None:
     """``x @ y`` through MKL, or ``None`` when MKL does not take these operands."""
-    found = _operands(mkl, x, y)
-    if found is None:
+    planned = _plan(mkl, x, y)
+    if planned is None:
         return None
-    if not found[2]:
-        single = _single(mkl, x, y, found)
+    if planned.__class__ is SingleProduct:
+        single: SingleProduct = planned
         rows, (n, k) = single.out.shape[0], single.sizes[2:4]
         native.run_rows(single.kernel, rows, n * k, *single.arguments())
         return single.out.reshape(single.shape)
-    xm, ym, batch, out, trans_x, trans_y, ldx, ldy = found
+    xm, ym, batch, out, trans_x, trans_y, ldx, ldy = planned
     # One group of equal products: the matrices' addresses in three arrays.
     rows, k, n = xm.shape[-2], xm.shape[-1], ym.shape[-1]
     a, b = _pointers(xm, batch), _pointers(ym, batch)
