@@ -1,9 +1,9 @@
 /* Row sums of float32 matrices: a bias's gradient and an embedding's.
  *
- * column_sums_f32: the sum over the leading axis of a C-contiguous float32 matrix (a Linear layer's bias
- * gradient: a tall, narrow matrix). NumPy adds such a matrix row by row with an inner loop as
- * long as a row, so a 65,536 x 16 matrix costs 65,536 short loops (measured 2.0 ms, against
- * 0.27 ms for this loop). The order of the additions is NumPy's (the first row, then each next
+ * column_sums_f32: the sum over the leading axis of a C-contiguous float32 matrix (a Linear
+ * layer's bias gradient: a tall, narrow matrix). NumPy adds such a matrix row by row with an
+ * inner loop as long as a row, so a 65,536 x 16 matrix costs 65,536 short loops (measured
+ * 2.0 ms, against 0.27 ms for this loop). The order of the additions is NumPy's (the first row, then each next
  * row added in turn), so the result is bitwise NumPy's.
  *
  * What the caller guarantees (pullback/_cpu_native.py, which returns NotImplemented for anything
