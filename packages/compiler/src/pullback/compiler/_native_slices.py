@@ -21,7 +21,7 @@ def _kernel(name: str) -> Any:
     return None if library is None else native.declare(library, name, 4, 2)
 
 
-def _columns(key: Any, ndim: int, cols: int) -> tuple[int, int] | None:
+def column_range(key: Any, ndim: int, cols: int) -> tuple[int, int] | None:
     """``(start, stop)`` of a key that takes every element but a unit-step range of the last
     axis, else ``None``."""
     if not isinstance(key, tuple) or len(key) != ndim:
@@ -52,7 +52,7 @@ def scatter_columns(grads: tuple[Any, ...], keys: tuple[Any, ...], shape: tuple[
             for g in grads):
         return NotImplemented
     cols = shape[-1]
-    ranges = [_columns(key, len(shape), cols) for key in keys]
+    ranges = [column_range(key, len(shape), cols) for key in keys]
     if None in ranges or not _tile(ranges, cols):  # type: ignore[arg-type]
         return NotImplemented
     if any(g.shape != shape[:-1] + (stop - start,) for g, (start, stop) in zip(grads, ranges)):

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._ir import Graph, Node, Value
+from .._native_slices import column_range
 from ._registry import graph_pass
 from .slices import ASSEMBLED
 
@@ -25,27 +26,29 @@ PACKED = "compiler.attention_backward_packed"
 _MERGE_AXES = (0, 2, 1, 3)
 
 
-def _only_reader(v: Any, users: dict[Value, list[Node]]) -> Node | None:
-    """The producer of ``v`` when ``v`` is a Value read by one node only (``users`` holds the
-    graph's results as readers too)."""
-    if v.__class__ is not Value or v.producer is None or len(users.get(v, [])) != 1:
+def _only_reader(v: Any, users: dict[Value, list[Node]], results: set[Value]) -> Node | None:
+    """The producer of ``v`` when ``v`` is a Value read by one node only and is no result of
+    the graph (which its caller reads)."""
+    if v.__class__ is not Value or v.producer is None or len(users.get(v, [])) != 1 \
+            or v in results:
         return None
     return v.producer
 
 
-def _head_gradient(r: Any, users: dict[Value, list[Node]]) -> tuple[Node, int] | None:
+def _head_gradient(r: Any, users: dict[Value, list[Node]], results: set[Value]
+                   ) -> tuple[Node, int] | None:
     """``(backward node, output index)`` when ``r`` is ``reshape(permute(o, (0, 2, 1, 3)),
     (B, T, H * D))`` of output ``o`` of an attention backward, each read only on this path."""
-    reshape = _only_reader(r, users)
+    reshape = _only_reader(r, users, results)
     if reshape is None or reshape.op != "reshape":
         return None
     permuted = reshape.inputs[0]
-    permute = _only_reader(permuted, users)
+    permute = _only_reader(permuted, users, results)
     if permute is None or permute.op != "permute" or \
             tuple(permute.attrs.get("axes", ())) != _MERGE_AXES:
         return None
     o = permute.inputs[0]
-    backward = _only_reader(o, users)
+    backward = _only_reader(o, users, results)
     if backward is None or backward.op != BACKWARD or o.ndim != 4:
         return None
     b, h, t, d = o.shape
@@ -54,23 +57,12 @@ def _head_gradient(r: Any, users: dict[Value, list[Node]]) -> tuple[Node, int] |
     return backward, backward.outputs.index(o)
 
 
-def _column_start(key: Any, ndim: int) -> int | None:
-    """The first column of a key that takes a unit-step range of the last axis only."""
-    if not isinstance(key, tuple) or len(key) != ndim or \
-            any(k != slice(None) for k in key[:-1]) or not isinstance(key[-1], slice):
-        return None
-    piece = key[-1]
-    if piece.step not in (None, 1) or piece.start is None or piece.start < 0:
-        return None
-    return piece.start
-
-
-def _packed(node: Node, users: dict[Value, list[Node]]) -> Node | None:
+def _packed(node: Node, users: dict[Value, list[Node]], results: set[Value]) -> Node | None:
     """The packed node that replaces the ``scatter_slices`` ``node``, or ``None``."""
     out = node.outputs[0]
     if len(node.inputs) != 3 or out.ndim != 3:
         return None
-    found = [_head_gradient(r, users) for r in node.inputs]
+    found = [_head_gradient(r, users, results) for r in node.inputs]
     if any(f is None for f in found):
         return None
     backwards = {id(f[0]) for f in found}  # type: ignore[index]
@@ -84,10 +76,10 @@ def _packed(node: Node, users: dict[Value, list[Node]]) -> Node | None:
         return None
     starts: list[int] = [0, 0, 0]
     for (_, position), key in zip(found, node.attrs["keys"]):  # type: ignore[misc]
-        start = _column_start(key, 3)
-        if start is None:
+        columns = column_range(key, 3, out.shape[-1])
+        if columns is None:
             return None
-        starts[position] = start
+        starts[position] = columns[0]
     return Node(PACKED, tuple(operands),
                 {"scale": backward.attrs["scale"], "causal": backward.attrs["causal"],
                  "starts": tuple(starts), "shape": tuple(out.shape)}, [out],
@@ -98,13 +90,11 @@ def _packed(node: Node, users: dict[Value, list[Node]]) -> Node | None:
 def pack_attention_grads(graph: Graph) -> Graph:
     """Replace assembled head gradients of an attention backward by one packed node (the
     intermediate nodes are left for ``dce``)."""
-    users = graph.users()
-    for v in graph.result_values():  # a result is read by the caller: never an intermediate
-        users.setdefault(v, []).append(None)  # type: ignore[arg-type]
+    users, results = graph.users(), set(graph.result_values())
     for i, node in enumerate(graph.nodes):
         if node.op != ASSEMBLED:
             continue
-        packed = _packed(node, users)
+        packed = _packed(node, users, results)
         if packed is not None:
             packed.outputs[0].producer = packed
             graph.nodes[i] = packed

@@ -214,8 +214,8 @@ def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> A
     return y, (mean, rstd)
 
 
-# Rows per block of layer norm's parameter sums (rows.c: each block's sums in double, the
-# blocks added in order): the sums depend on it, never on the thread count.
+# Rows per block of layer norm's parameter sums (rows.c: each block sums in float, the blocks
+# are added in double and in order): the sums depend on it, never on the thread count.
 _LAYER_NORM_BLOCK_ROWS = 64
 
 
