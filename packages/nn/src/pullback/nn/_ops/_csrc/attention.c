@@ -8,10 +8,12 @@
  *   forward:  out = P v, and P saved for the backward;
  *   backward: dV = P^T dO, dP = dO v^T, dS = P * (dP - rowsum(dP * P)),
  *             dQ = scale * dS k, dK = scale * dS^T q.
- * Every product is one primitive, rows_times: two rows of the result, each the sum over p of
+ * Every product is one primitive, rows_times: four rows of the result, each the sum over p of
  * a scalar a[p] times a row p of a matrix whose rows are contiguous and zero-padded to whole
- * vectors, so that the innermost loop is one vector load shared by two FMAs per row block,
- * with no horizontal reduction: gcc keeps the (up to 2 x 4) accumulators in registers. The operands
+ * vectors, so that the innermost loop is one vector load shared by four FMAs per row block,
+ * with no horizontal reduction: gcc keeps the (up to 4 x 4) accumulators in registers. Four
+ * rows, not two: with a head of 32 features (two vectors) two rows gave four chains of FMAs,
+ * too few to hide an FMA's latency. The operands
  * are copied into such padded local buffers once per pair (k transposed for the scores, v
  * transposed for dP): a few thousand elements against the pair's ~10^5 multiply-adds.
  * Causal rows stop at their last visible key (rounded up to a vector; the masked scores are
@@ -45,10 +47,13 @@
 #include <immintrin.h> /* the lane reductions' shuffle trees */
 #endif
 
-/* A pair of query rows (i, second) and the keys each sees: 0..seen0-1 and 0..seen1-1; used1 is
- * seen1 rounded up to whole vectors (the pair's products run that far). */
-struct sdpa_pair {
-    int64_t second, seen0, seen1, used1;
+/* A block of SDPA_ROWS query (or key) rows from i: rows[r] = i + r, the rows past the last
+ * clamped to it (spares: computed, never stored); count of them real. For query rows, seen[r]
+ * the keys each sees (0..seen[r]-1) and used the last one's rounded up to whole vectors (the
+ * block's products run that far). */
+#define SDPA_ROWS 4
+struct sdpa_block {
+    int64_t rows[SDPA_ROWS], seen[SDPA_ROWS], count, used;
 };
 
 typedef float sdpa_f32v __attribute__((vector_size(64)));
@@ -96,42 +101,46 @@ typedef int64_t sdpa_i64v __attribute__((vector_size(64)));
 
 static inline int64_t SDPA_NAME(padded)(int64_t n) { return (n + W - 1) / W * W; }
 
-/* c0[0..nv*W) = sum over p < k of a0[p * as] * b[p * ldb + 0..nv*W), and c1 likewise from
- * a1: two rows of the result at once, sharing each load of b's rows, with 2 * nv accumulators
- * that do not wait on each other. Inlined with a constant nv, they live in registers. */
+/* c[r][0..nv*W) = sum over p < k of a[r][p * as] * b[p * ldb + 0..nv*W), r < SDPA_ROWS: four
+ * rows of the result at once, sharing each load of b's rows, with 4 * nv accumulators that do
+ * not wait on each other. Inlined with a constant nv, they live in registers. */
 static inline __attribute__((always_inline)) void SDPA_NAME(row_block)(
-    T *restrict c0, T *restrict c1, const T *a0, const T *a1, int64_t as, const T *restrict b,
-    int64_t ldb, int64_t k, const int nv) {
-    V x0[4], x1[4];
-    for (int u = 0; u < nv; u++) x0[u] = x1[u] = (V){0};
+    T *const c[SDPA_ROWS], const T *const a[SDPA_ROWS], int64_t as, const T *restrict b,
+    int64_t ldb, int64_t k, int64_t j, const int nv) {
+    const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    V x0[4], x1[4], x2[4], x3[4];
+    for (int u = 0; u < nv; u++) x0[u] = x1[u] = x2[u] = x3[u] = (V){0};
     for (int64_t p = 0; p < k; p++) {
-        const T s0 = a0[p * as], s1 = a1[p * as];
-        const T *bp = b + p * ldb;
+        const T s0 = a0[p * as], s1 = a1[p * as], s2 = a2[p * as], s3 = a3[p * as];
+        const T *bp = b + p * ldb + j;
         for (int u = 0; u < nv; u++) {
             V y;
             memcpy(&y, bp + u * W, sizeof y);
             x0[u] += s0 * y;
             x1[u] += s1 * y;
+            x2[u] += s2 * y;
+            x3[u] += s3 * y;
         }
     }
     for (int u = 0; u < nv; u++) {
-        memcpy(c0 + u * W, &x0[u], sizeof x0[u]);
-        memcpy(c1 + u * W, &x1[u], sizeof x1[u]);
+        memcpy(c[0] + j + u * W, &x0[u], sizeof x0[u]);
+        memcpy(c[1] + j + u * W, &x1[u], sizeof x1[u]);
+        memcpy(c[2] + j + u * W, &x2[u], sizeof x2[u]);
+        memcpy(c[3] + j + u * W, &x3[u], sizeof x3[u]);
     }
 }
 
-/* c0[0..n) = sum over p < k of a0[p * as] * b[p * ldb + 0..n), c1 likewise from a1 (a1 may
- * be a0, c1 must not be c0), n a multiple of W. */
-static void SDPA_NAME(rows_times)(T *restrict c0, T *restrict c1, const T *a0, const T *a1,
+/* c[r][0..n) = sum over p < k of a[r][p * as] * b[p * ldb + 0..n), r < SDPA_ROWS (rows of a
+ * may repeat, rows of c must not overlap each other or a and b), n a multiple of W. */
+static void SDPA_NAME(rows_times)(T *const c[SDPA_ROWS], const T *const a[SDPA_ROWS],
                                   int64_t as, const T *restrict b, int64_t ldb, int64_t k,
                                   int64_t n) {
     int64_t j = 0;
-    for (; j + 4 * W <= n; j += 4 * W)
-        SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 4);
+    for (; j + 4 * W <= n; j += 4 * W) SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 4);
     switch ((n - j) / W) {
-    case 3: SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 3); break;
-    case 2: SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 2); break;
-    case 1: SDPA_NAME(row_block)(c0 + j, c1 + j, a0, a1, as, b + j, ldb, k, 1); break;
+    case 3: SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 3); break;
+    case 2: SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 2); break;
+    case 1: SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 1); break;
     default: break;
     }
 }
@@ -155,15 +164,17 @@ static inline int64_t SDPA_NAME(seen)(int64_t i, int64_t S, int64_t causal) {
     return causal && i + 1 < S ? i + 1 : S;
 }
 
-/* Rows go by pairs (i, i + 1), the last of an odd count paired with itself. */
-static inline struct sdpa_pair SDPA_NAME(query_pair)(int64_t i, int64_t L, int64_t S,
-                                                     int64_t causal) {
-    struct sdpa_pair pair;
-    pair.second = i + 1 < L ? i + 1 : i;
-    pair.seen0 = SDPA_NAME(seen)(i, S, causal);
-    pair.seen1 = SDPA_NAME(seen)(pair.second, S, causal);
-    pair.used1 = SDPA_NAME(padded)(pair.seen1);
-    return pair;
+/* The block of rows i.. of n rows (queries: the keys they see of S). */
+static inline struct sdpa_block SDPA_NAME(block)(int64_t i, int64_t n, int64_t S,
+                                                 int64_t causal) {
+    struct sdpa_block block;
+    block.count = n - i < SDPA_ROWS ? n - i : SDPA_ROWS;
+    for (int r = 0; r < SDPA_ROWS; r++) {
+        block.rows[r] = i + r < n ? i + r : n - 1;
+        block.seen[r] = SDPA_NAME(seen)(block.rows[r], S, causal);
+    }
+    block.used = SDPA_NAME(padded)(block.seen[SDPA_ROWS - 1]);
+    return block;
 }
 
 /* The sum (take_max = 0) or the max of a vector's lanes, as a tree (depth log2 W, where a
@@ -234,9 +245,9 @@ static void SDPA_NAME(ds_row)(T *restrict dr, const T *restrict pr, int64_t seen
     for (; j < used; j++) dr[j] = 0;
 }
 
-/* Rows go by pairs (i, i1): i1 = i + 1, or i itself for the last of an odd count (computed
- * twice into a spare row, written once). The pair's products run to the second row's length:
- * the first row's weights (and dS) are 0 there. */
+/* Rows go by blocks of SDPA_ROWS (struct sdpa_block). A block's products run to its last
+ * row's length: the other rows' weights (and dS) are 0 there. Adding those zero terms changes
+ * no bit of a finite sum (the sums start at +0.0, and x + 0 * y is x). */
 void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, const T *v,
                              T *out, T *weights, const T *scale_p, int64_t H, int64_t L,
                              int64_t S, int64_t E, int64_t Ev, int64_t qb, int64_t qh,
@@ -245,10 +256,14 @@ void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, con
                              int64_t ob, int64_t oh, int64_t ol, int64_t causal) {
     const T scale = *scale_p;
     const int64_t Sp = SDPA_NAME(padded)(S), Evp = SDPA_NAME(padded)(Ev);
-    /* k transposed (E x Sp: a score row is a sum of k^T's rows), v padded (S x Evp), two score
-     * rows and two output rows */
-    T *kt = calloc((size_t)(E * Sp + S * Evp + 2 * Sp + 2 * Evp), sizeof(T));
-    T *vp = kt + E * Sp, *s0 = vp + S * Evp, *s1 = s0 + Sp, *o0 = s1 + Sp, *o1 = o0 + Evp;
+    /* k transposed (E x Sp: a score row is a sum of k^T's rows), v padded (S x Evp), a block's
+     * score rows and output rows */
+    T *kt = calloc((size_t)(E * Sp + S * Evp + SDPA_ROWS * (Sp + Evp)), sizeof(T));
+    T *vp = kt + E * Sp, *sr[SDPA_ROWS], *orow[SDPA_ROWS];
+    for (int r = 0; kt && r < SDPA_ROWS; r++) {
+        sr[r] = vp + S * Evp + r * Sp;
+        orow[r] = vp + S * Evp + SDPA_ROWS * Sp + r * Evp;
+    }
     for (int64_t n = lo; n < hi; n++) {
         const int64_t b = n / H, h = n % H;
         T *on = out + b * ob + h * oh, *wn = weights + n * L * S;
@@ -260,17 +275,20 @@ void SDPA_NAME(sdpa_forward)(int64_t lo, int64_t hi, const T *q, const T *k, con
         const T *qn = q + b * qb + h * qh;
         SDPA_NAME(gather)(kt, Sp, k + b * kb + h * kh, ke, ks, E, S);
         SDPA_NAME(gather)(vp, Evp, v + b * vb + h * vh, vs, ve, S, Ev);
-        for (int64_t i = 0; i < L; i += 2) {
-            const struct sdpa_pair pair = SDPA_NAME(query_pair)(i, L, S, causal);
-            const int64_t i1 = pair.second, seen0 = pair.seen0, seen1 = pair.seen1,
-                          used1 = pair.used1;
-            T *w0 = wn + i * S, *w1 = wn + i1 * S;
-            SDPA_NAME(rows_times)(s0, s1, qn + i * ql, qn + i1 * ql, qe, kt, Sp, E, used1);
-            SDPA_NAME(softmax_row)(w0, s0, seen0, SDPA_NAME(padded)(seen0), S, scale);
-            if (i1 != i) SDPA_NAME(softmax_row)(w1, s1, seen1, used1, S, scale);
-            SDPA_NAME(rows_times)(o0, o1, w0, w1, 1, vp, Evp, seen1, Evp);
-            for (int64_t e = 0; e < Ev; e++) on[i * ol + e] = o0[e];
-            for (int64_t e = 0; e < Ev; e++) on[i1 * ol + e] = o1[e];
+        for (int64_t i = 0; i < L; i += SDPA_ROWS) {
+            const struct sdpa_block blk = SDPA_NAME(block)(i, L, S, causal);
+            const T *qr[SDPA_ROWS], *wr[SDPA_ROWS];
+            for (int r = 0; r < SDPA_ROWS; r++) {
+                qr[r] = qn + blk.rows[r] * ql;
+                wr[r] = wn + blk.rows[r] * S;
+            }
+            SDPA_NAME(rows_times)(sr, qr, qe, kt, Sp, E, blk.used);
+            for (int64_t r = 0; r < blk.count; r++)
+                SDPA_NAME(softmax_row)(wn + blk.rows[r] * S, sr[r], blk.seen[r],
+                                       SDPA_NAME(padded)(blk.seen[r]), S, scale);
+            SDPA_NAME(rows_times)(orow, wr, 1, vp, Evp, blk.seen[SDPA_ROWS - 1], Evp);
+            for (int64_t r = 0; r < blk.count; r++)
+                for (int64_t e = 0; e < Ev; e++) on[blk.rows[r] * ol + e] = orow[r][e];
         }
     }
     free(kt);
@@ -293,12 +311,14 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
                   Evp = SDPA_NAME(padded)(Ev);
     const int64_t wide = Sp > Ep ? (Sp > Evp ? Sp : Evp) : (Ep > Evp ? Ep : Evp);
     /* v transposed (Ev x Sp: a dP row is a sum of v^T's rows), k, q and g padded, dS (L x Sp)
-     * and a spare dS row, two result rows. dS's entries past each row's products stay 0 from
-     * calloc: every pair (n) writes the same entries of a row. */
-    T *vt = calloc((size_t)(Ev * Sp + S * Ep + L * Ep + L * Evp + (L + 1) * Sp + 2 * wide),
-                   sizeof(T));
+     * and a block's spare dS rows, a block's result rows. dS's entries past each row's
+     * products stay 0 from calloc: every (batch, head) pair n writes the same entries of a
+     * row. */
+    T *vt = calloc((size_t)(Ev * Sp + S * Ep + L * Ep + L * Evp + (L + SDPA_ROWS) * Sp
+                            + SDPA_ROWS * wide), sizeof(T));
     T *kp = vt + Ev * Sp, *qp = kp + S * Ep, *gp = qp + L * Ep, *ds = gp + L * Evp,
-      *spare = ds + L * Sp, *r0 = spare + Sp, *r1 = r0 + wide;
+      *spare = ds + L * Sp, *res[SDPA_ROWS];
+    for (int r = 0; vt && r < SDPA_ROWS; r++) res[r] = spare + SDPA_ROWS * Sp + r * wide;
     for (int64_t n = lo; n < hi; n++) {
         const int64_t b = n / H, h = n % H;
         T *gqn = gq + b * gqb + h * gqh, *gkn = gk + b * gkb + h * gkh,
@@ -315,32 +335,43 @@ void SDPA_NAME(sdpa_backward)(int64_t lo, int64_t hi, const T *g, const T *q, co
         SDPA_NAME(gather)(qp, Ep, q + b * qb + h * qh, ql, qe, L, E);
         SDPA_NAME(gather)(gp, Evp, g + b * gb + h * gh, gl, ge, L, Ev);
         /* by query rows: dS's rows, then dQ's */
-        for (int64_t i = 0; i < L; i += 2) {
-            const struct sdpa_pair pair = SDPA_NAME(query_pair)(i, L, S, causal);
-            const int64_t i1 = pair.second, seen0 = pair.seen0, seen1 = pair.seen1,
-                          used1 = pair.used1;
-            T *d0 = ds + i * Sp, *d1 = i1 != i ? ds + i1 * Sp : spare;
-            SDPA_NAME(rows_times)(d0, d1, gp + i * Evp, gp + i1 * Evp, 1, vt, Sp, Ev, used1);
-            SDPA_NAME(ds_row)(d0, wn + i * S, seen0, used1);
-            SDPA_NAME(ds_row)(d1, wn + i1 * S, seen1, used1);
-            SDPA_NAME(rows_times)(r0, r1, d0, d1, 1, kp, Ep, seen1, Ep);
-            for (int64_t e = 0; e < E; e++) gqn[i * gql + e] = r0[e] * scale + zero;
-            for (int64_t e = 0; e < E; e++) gqn[i1 * gql + e] = r1[e] * scale + zero;
+        for (int64_t i = 0; i < L; i += SDPA_ROWS) {
+            const struct sdpa_block blk = SDPA_NAME(block)(i, L, S, causal);
+            T *dr[SDPA_ROWS];
+            const T *gr[SDPA_ROWS];
+            for (int r = 0; r < SDPA_ROWS; r++) {
+                dr[r] = r < blk.count ? ds + blk.rows[r] * Sp : spare + r * Sp;
+                gr[r] = gp + blk.rows[r] * Evp;
+            }
+            SDPA_NAME(rows_times)(dr, gr, 1, vt, Sp, Ev, blk.used);
+            for (int64_t r = 0; r < blk.count; r++)
+                SDPA_NAME(ds_row)(dr[r], wn + blk.rows[r] * S, blk.seen[r], blk.used);
+            /* the spares' dS rows are left as dP: their dQ rows are never stored */
+            SDPA_NAME(rows_times)(res, (const T *const *)dr, 1, kp, Ep,
+                                  blk.seen[SDPA_ROWS - 1], Ep);
+            for (int64_t r = 0; r < blk.count; r++)
+                for (int64_t e = 0; e < E; e++)
+                    gqn[blk.rows[r] * gql + e] = res[r][e] * scale + zero;
         }
-        /* by key rows: dK's and dV's, over the queries that see the pair's first key (from
-         * key j on when causal; the second key's dS and P are 0 at query j) */
-        for (int64_t j = 0; j < S; j += 2) {
-            const int64_t j1 = j + 1 < S ? j + 1 : j;
+        /* by key rows: dK's and dV's, over the queries that see the block's first key (from
+         * key j on when causal; the block's later keys have dS and P 0 at the queries before
+         * them) */
+        for (int64_t j = 0; j < S; j += SDPA_ROWS) {
+            const struct sdpa_block blk = SDPA_NAME(block)(j, S, S, 0);
             const int64_t first = causal ? (j < L ? j : L) : 0, count = L - first;
-            const T *dcol = ds + first * Sp, *pcol = wn + first * S;
-            SDPA_NAME(rows_times)(r0, r1, dcol + j, dcol + j1, Sp, qp + first * Ep, Ep, count,
-                                  Ep);
-            for (int64_t e = 0; e < E; e++) gkn[j * gks + e] = r0[e] * scale + zero;
-            for (int64_t e = 0; e < E; e++) gkn[j1 * gks + e] = r1[e] * scale + zero;
-            SDPA_NAME(rows_times)(r0, r1, pcol + j, pcol + j1, S, gp + first * Evp, Evp, count,
-                                  Evp);
-            for (int64_t e = 0; e < Ev; e++) gvn[j * gvs + e] = r0[e] + zero;
-            for (int64_t e = 0; e < Ev; e++) gvn[j1 * gvs + e] = r1[e] + zero;
+            const T *dcol[SDPA_ROWS], *pcol[SDPA_ROWS];
+            for (int r = 0; r < SDPA_ROWS; r++) {
+                dcol[r] = ds + first * Sp + blk.rows[r];
+                pcol[r] = wn + first * S + blk.rows[r];
+            }
+            SDPA_NAME(rows_times)(res, dcol, Sp, qp + first * Ep, Ep, count, Ep);
+            for (int64_t r = 0; r < blk.count; r++)
+                for (int64_t e = 0; e < E; e++)
+                    gkn[blk.rows[r] * gks + e] = res[r][e] * scale + zero;
+            SDPA_NAME(rows_times)(res, pcol, S, gp + first * Evp, Evp, count, Evp);
+            for (int64_t r = 0; r < blk.count; r++)
+                for (int64_t e = 0; e < Ev; e++)
+                    gvn[blk.rows[r] * gvs + e] = res[r][e] + zero;
         }
     }
     free(vt);
