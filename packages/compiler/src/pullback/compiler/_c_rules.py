@@ -98,16 +98,24 @@ def _gelu(args: list[str], ctype: str, approximate: str = "none", **_: Any) -> s
     return f"({x} * (0.5 * (1.0 + erf({x} * {1.0 / math.sqrt(2.0)!r}))))"
 
 
-def _gelu_backward(args: list[str], ctype: str, approximate: str = "none",
-                   **_: Any) -> str | None:
-    g, x = args
+def _gelu_slope(args: list[str], ctype: str, approximate: str = "none",
+                **_: Any) -> str | None:
+    """gelu'(x) = Phi(x) + x phi(x), the expression pullback's own gelu_backward kernel
+    multiplies the gradient by (so ``g * slope`` gives its bits)."""
+    (x,) = args
     if approximate != "none":
         return None
     if ctype == "float":
-        return (f"({g} * (pb_phi32({x}) + {x} * (0.39894228040143268f * "
-                f"pb_exp32(-0.5f * {x} * {x}))))")
-    return (f"({g} * (0.5 * (1.0 + erf({x} * {1.0 / math.sqrt(2.0)!r})) + {x} * "
-            f"({1.0 / math.sqrt(2.0 * math.pi)!r} * exp(-0.5 * {x} * {x}))))")
+        return f"(pb_phi32({x}) + {x} * (0.39894228040143268f * pb_exp32(-0.5f * {x} * {x})))"
+    return (f"(0.5 * (1.0 + erf({x} * {1.0 / math.sqrt(2.0)!r})) + {x} * "
+            f"({1.0 / math.sqrt(2.0 * math.pi)!r} * exp(-0.5 * {x} * {x})))")
+
+
+def _gelu_backward(args: list[str], ctype: str, approximate: str = "none",
+                   **_: Any) -> str | None:
+    g, x = args
+    slope = _gelu_slope([x], ctype, approximate)
+    return None if slope is None else f"({g} * {slope})"
 
 
 def _silu(args: list[str], ctype: str, **_: Any) -> str:
@@ -199,6 +207,7 @@ C_SCALAR_RULES: dict[str, CScalarRule] = {
     "leaky_relu": _leaky_relu,
     "gelu": _gelu,
     "gelu_backward": _gelu_backward,
+    "compiler.gelu_slope": _gelu_slope,
     "tanh_backward": lambda args, ctype, **_: (
         f"({args[0]} * ({_lit(1.0, ctype)} - {args[1]} * {args[1]}))"),
     "sigmoid_backward": lambda args, ctype, **_: (

@@ -91,4 +91,23 @@ ATTENTION_BACKWARD_PACKED = Op(
     differentiable=False, family="index",
     doc="attention's (gq, gk, gv) written into the column blocks of one packed QKV gradient")
 
-COMPILER_OPS = (FUSED_ELEMENTWISE, SCATTER_SLICES, MATMUL_EPILOGUE, ATTENTION_BACKWARD_PACKED)
+
+
+def _gelu_slope_kernel(xp: Any) -> Any:
+    from pullback.registry import get_op
+
+    gelu_backward = get_op("gelu_backward").generic(xp)
+
+    def gelu_slope(x: Any, approximate: str = "none") -> Any:
+        # gelu_backward's own slope: 1 * slope is exactly slope
+        return gelu_backward(xp.ones_like(x), x, approximate=approximate)
+
+    return gelu_slope
+
+
+GELU_SLOPE = Op("compiler.gelu_slope", _gelu_slope_kernel, differentiable=False,
+                family="elementwise",
+                doc="gelu'(x), kept from the forward so that GELU's backward is one product")
+
+COMPILER_OPS = (FUSED_ELEMENTWISE, SCATTER_SLICES, MATMUL_EPILOGUE, ATTENTION_BACKWARD_PACKED,
+                GELU_SLOPE)

@@ -5,7 +5,7 @@ The product is computed by BLAS as before; the elementwise loop then runs over i
 result into the product's own buffer, which nothing else reads: no second full-size array is
 allocated and filled. It applies when the loop is the product's only reader (in a training
 graph, ReLU's and tanh's backward read the activation, not the product, so theirs qualify;
-GELU's backward reads the product, so there the product must be kept and nothing is gained).
+GELU's backward reads the product, unless ``gelu_slope_in_forward`` made it read the slope).
 Results are those of the two nodes it replaces, bit for bit.
 """
 
@@ -16,24 +16,10 @@ from typing import Any
 from .._fused import FusedKernel
 from .._ir import Graph, Node, Value
 from ._registry import graph_pass
-from .fusion import FUSED_OP, _fused_node, _Group, fusible
+from .fusion import as_fused
 
 EPILOGUE_OP = "compiler.matmul_epilogue"
 _PRODUCTS = ("nn.linear", "matmul")
-
-
-def _as_fused(node: Node, users: dict[Value, list[Node]], results: set[Value]) -> Node | None:
-    """``node`` itself when fused, or a one-node fused loop of it."""
-    if node.op == FUSED_OP:
-        return node
-    if not fusible(node):
-        return None
-    out = node.outputs[0]
-    group = _Group(out.shape, {0: node}, splits={None, *range(1, len(out.shape))})
-    from .fusion import _node_splits
-
-    group.splits &= _node_splits(node)
-    return _fused_node(group, users, results) if group.splits else None
 
 
 @graph_pass("matmul_epilogue", exact=False)
@@ -49,7 +35,7 @@ def matmul_epilogue(graph: Graph) -> Graph:
         readers = users.get(product, [])
         if product in results or len(readers) != 1 or id(readers[0]) in replaced:
             continue
-        loop = _as_fused(readers[0], users, results)
+        loop = as_fused(readers[0], users, results)
         if loop is None:
             continue
         kernel: FusedKernel = loop.attrs["kernel"]

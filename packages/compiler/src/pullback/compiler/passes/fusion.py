@@ -211,6 +211,17 @@ def fuse_elementwise(graph: Graph) -> Graph:
     return graph
 
 
+def as_fused(node: Node, users: dict[Value, list[Node]], results: set[Value]) -> Node | None:
+    """``node`` itself when fused, a one-node fused loop of it when it is fusible, else None
+    (for the passes after fusion that put a lone elementwise op into a loop of their own)."""
+    if node.op == FUSED_OP:
+        return node
+    if not fusible(node):
+        return None
+    group = _Group(node.outputs[0].shape, {0: node}, splits=_node_splits(node))
+    return _fused_node(group, users, results) if group.splits else None
+
+
 def _fold_sum(node: Node, i: int, group_of: dict[Value, _Group]) -> bool:
     """Fold a trailing sum into the group of its input, when nothing else reads the group."""
     x = node.inputs[0] if node.inputs else None
