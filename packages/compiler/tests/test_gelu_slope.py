@@ -21,19 +21,28 @@ WITHOUT = ["fuse_elementwise", "dce", "matmul_epilogue", "write_in_place"]
 WITH = ["fuse_elementwise", "dce", "gelu_slope_in_forward", "matmul_epilogue", "write_in_place"]
 
 
+def _product_operands(seed: int, rows: int, inner: int, cols: int):
+    """``(rng, x, w)``: float32 operands of ``x @ w``, ``w`` a parameter; ``rng`` draws on."""
+    rng = np.random.default_rng(seed)
+    x = pb.tensor(rng.standard_normal((rows, inner)).astype(np.float32))
+    w = pb.tensor(rng.standard_normal((inner, cols)).astype(np.float32), requires_grad=True)
+    return rng, x, w
+
+
 def _ops(graph) -> list[str]:
     """Every op of the graph, those inside fused loops and epilogues included."""
-    ops = []
-    for node in graph.nodes:
-        kernel = node.attrs.get("kernel")
-        ops += [node.op] + ([op.op for op in kernel.ops] if hasattr(kernel, "ops") else [])
-    return ops
+    return [op for node in graph.nodes for op in [node.op, *_loop_ops(node)]]
+
+
+def _loop_ops(node) -> list[str]:
+    """The ops of a fused loop's or an epilogue's kernel (none for other nodes)."""
+    kernel = node.attrs.get("kernel")
+    return [op.op for op in kernel.ops] if hasattr(kernel, "ops") else []
 
 
 def _ops_of(node) -> list[str]:
     """The ops a node runs (a loop's, or its own)."""
-    kernel = node.attrs.get("kernel")
-    return [op.op for op in kernel.ops] if hasattr(kernel, "ops") else [node.op]
+    return _loop_ops(node) or [node.op]
 
 
 def _mlp_step_graph(dtype: str):
@@ -81,9 +90,7 @@ def test_gelu_backward_becomes_a_product_by_the_slope_its_forward_wrote(dtype):
 
 def test_fused_forward_and_backward_loops_take_the_slope_too():
     """GELU inside a longer forward loop, gelu_backward inside a longer backward loop."""
-    rng = np.random.default_rng(1)
-    x = pb.tensor(rng.standard_normal((8, 5)).astype(np.float32))
-    w = pb.tensor(rng.standard_normal((5, 12)).astype(np.float32), requires_grad=True)
+    rng, x, w = _product_operands(1, 8, 5, 12)
     s = pb.tensor(rng.standard_normal((8, 12)).astype(np.float32))
 
     def f(x, w, s):
@@ -107,9 +114,7 @@ def test_fused_forward_and_backward_loops_take_the_slope_too():
 def test_a_backward_loop_that_recomputes_gelu_keeps_reading_the_activation():
     """Where fusion recomputes the forward inside the backward's loop (it reads GELU's output),
     that loop reads x for GELU itself: x stays, and so does gelu_backward."""
-    rng = np.random.default_rng(1)
-    x = pb.tensor(rng.standard_normal((8, 5)).astype(np.float32))
-    w = pb.tensor(rng.standard_normal((5, 12)).astype(np.float32), requires_grad=True)
+    _, x, w = _product_operands(1, 8, 5, 12)
 
     def f(x, w):
         y = F.gelu(x @ w)
@@ -124,9 +129,7 @@ def test_a_backward_loop_that_recomputes_gelu_keeps_reading_the_activation():
 
 def test_an_activation_read_elsewhere_keeps_gelu_backward():
     """x returned too, or read by another op: the backward still needs x, nothing is gained."""
-    rng = np.random.default_rng(2)
-    x = pb.tensor(rng.standard_normal((4, 6)).astype(np.float32))
-    w = pb.tensor(rng.standard_normal((6, 6)).astype(np.float32), requires_grad=True)
+    _, x, w = _product_operands(2, 4, 6, 6)
 
     def returned(x, w):
         h = x @ w
@@ -147,9 +150,7 @@ def test_an_activation_read_elsewhere_keeps_gelu_backward():
 
 
 def test_the_tanh_approximation_is_left_alone():
-    rng = np.random.default_rng(3)
-    x = pb.tensor(rng.standard_normal((4, 6)).astype(np.float32))
-    w = pb.tensor(rng.standard_normal((6, 6)).astype(np.float32), requires_grad=True)
+    _, x, w = _product_operands(3, 4, 6, 6)
 
     def f(x, w):
         F.gelu(x @ w, approximate="tanh").sum().backward()
