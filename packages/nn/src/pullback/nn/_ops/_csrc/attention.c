@@ -11,9 +11,9 @@
  * Every product is one primitive, rows_times: four rows of the result, each the sum over p of
  * a scalar a[p] times a row p of a matrix whose rows are contiguous and zero-padded to whole
  * vectors, so that the innermost loop is one vector load shared by four FMAs per row block,
- * with no horizontal reduction: gcc keeps the (up to 4 x 4) accumulators in registers. Four
- * rows, not two: with a head of 32 features (two vectors) two rows gave four chains of FMAs,
- * too few to hide an FMA's latency. The operands
+ * with no horizontal reduction: gcc keeps the (up to 4 x SDPA_MAX_NV) accumulators in
+ * registers. Four rows, not two: with a head of 32 features (two AVX-512 vectors) two rows
+ * gave four chains of FMAs, too few to hide an FMA's latency. The operands
  * are copied into such padded local buffers once per pair (k transposed for the scores, v
  * transposed for dP): a few thousand elements against the pair's ~10^5 multiply-adds.
  * Causal rows stop at their last visible key (rounded up to a vector; the masked scores are
@@ -56,10 +56,25 @@ struct sdpa_block {
     int64_t rows[SDPA_ROWS], seen[SDPA_ROWS], count, used;
 };
 
-typedef float sdpa_f32v __attribute__((vector_size(64)));
-typedef int32_t sdpa_i32v __attribute__((vector_size(64)));
-typedef double sdpa_f64v __attribute__((vector_size(64)));
-typedef int64_t sdpa_i64v __attribute__((vector_size(64)));
+/* The vectors are the target's own, and a row block holds at most SDPA_MAX_NV of them per row:
+ * the 4 x SDPA_MAX_NV accumulators, the loaded row and the four broadcast scalars must all fit
+ * in the vector registers, or every FMA waits on a spill. AVX-512 has 32 registers of 64 bytes
+ * (4 x 4 accumulators); AVX2 and SSE have 16 (4 x 2). Measured on an AVX2 EPYC, 64-byte vectors
+ * there (each two registers, 32 accumulators) ran the GPT's attention at a fifth of the speed. */
+#if defined(__AVX512F__)
+#define SDPA_VECTOR_BYTES 64
+#define SDPA_MAX_NV 4
+#elif defined(__AVX__)
+#define SDPA_VECTOR_BYTES 32
+#define SDPA_MAX_NV 2
+#else
+#define SDPA_VECTOR_BYTES 16
+#define SDPA_MAX_NV 2
+#endif
+typedef float sdpa_f32v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
+typedef int32_t sdpa_i32v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
+typedef double sdpa_f64v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
+typedef int64_t sdpa_i64v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
 
 #define SDPA_T float
 #define SDPA_V sdpa_f32v
@@ -136,8 +151,9 @@ static void SDPA_NAME(rows_times)(T *const c[SDPA_ROWS], const T *const a[SDPA_R
                                   int64_t as, const T *restrict b, int64_t ldb, int64_t k,
                                   int64_t n) {
     int64_t j = 0;
-    for (; j + 4 * W <= n; j += 4 * W) SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 4);
-    switch ((n - j) / W) {
+    for (; j + SDPA_MAX_NV * W <= n; j += SDPA_MAX_NV * W)
+        SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, SDPA_MAX_NV);
+    switch ((n - j) / W) { /* fewer than SDPA_MAX_NV vectors left */
     case 3: SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 3); break;
     case 2: SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 2); break;
     case 1: SDPA_NAME(row_block)(c, a, as, b, ldb, k, j, 1); break;
