@@ -145,10 +145,7 @@ def tests(session: nox.Session) -> None:
     session.install("-r", "requirements-dev.txt")
     for folder in UNPINNED_ORACLES:
         _install_unpinned_oracles(session, folder)
-    # One worker per core, each test file on one worker (files share module-level fixtures);
-    # a -n in the posargs comes later and wins.
-    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs,
-                env=_data_env())
+    session.run("python", "-m", "pytest", *session.posargs, env=_data_env())
 
 
 def _tests_session(folder: str) -> None:
