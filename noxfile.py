@@ -145,7 +145,13 @@ def tests(session: nox.Session) -> None:
     session.install("-r", "requirements-dev.txt")
     for folder in UNPINNED_ORACLES:
         _install_unpinned_oracles(session, folder)
-    session.run("python", "-m", "pytest", *session.posargs, env=_data_env())
+    # One worker per core, each test file on one worker (a file's tests share module-level
+    # fixtures): serially the suite took 23 minutes on a slow 2-core VM, near CI's 30-minute
+    # limit. pytest-xdist is a runner, not a test dependency, so it is installed here and not
+    # listed in requirements-dev.txt; a -n in the posargs comes later and wins.
+    session.install("pytest-xdist>=3.5")
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs,
+                env=_data_env())
 
 
 def _tests_session(folder: str) -> None:
