@@ -208,14 +208,21 @@ def _epilogue_programs(fn, *arrays):
 
 
 @needs_mkl
+@pytest.mark.parametrize("packing", ["packed", "gemm per block"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_epilogues_run_block_by_block_after_the_product(monkeypatch, threads, dtype) -> None:
+def test_epilogues_run_block_by_block_after_the_product(monkeypatch, threads, dtype,
+                                                        packing) -> None:
     """A product with its loop (a flat loop, and one with a per-row input and a bias row) run
     block by block: the blocks of 64 or 128 rows leave a remainder on 300 rows, and every row
-    gets the loop over its product, as on NumPy's products (to the products' rounding)."""
+    gets the loop over its product, as on NumPy's products (to the products' rounding). Each
+    share of several blocks packs the right operand once (MKL's packed API), or, without the
+    packed API's addresses, calls ?gemm on every block: both give the same rows."""
     from pullback.compiler._fused import FusedKernel
 
+    if packing != "packed":
+        monkeypatch.setitem(_gemm._mkl().pack, dtype, _gemm.NO_PACKING)
+    monkeypatch.setattr(_gemm, "_PLANS", {})  # plans keep the addresses they were made with
     ran = []
     real = FusedKernel.run_after_product
 

@@ -36,6 +36,7 @@ import numpy as np
 from pullback import native
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+NO_PACKING = (0, 0, 0)  # null addresses: epilogues call cblas_?gemm on every block
 _SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL
 _CBLAS_INT_MAX = 2**31 - 1
 
@@ -57,18 +58,27 @@ def _library_path() -> str | None:
 class _Mkl:
     """The products of one loaded ``libmkl_rt``: for each dtype, the addresses of
     ``cblas_?gemm`` and ``cblas_?gemm_batch`` and the row-range kernels of
-    ``_csrc/gemm_rows.c`` that call them on a share of the rows (or of the stack)."""
+    ``_csrc/gemm_rows.c`` that call them on a share of the rows (or of the stack), and the
+    addresses of the packed-operand API (``cblas_?gemm_pack_get_size``, ``cblas_?gemm_pack``,
+    ``cblas_?gemm_compute``; zeros where the library lacks it) that epilogues use."""
 
     def __init__(self, library: ctypes.CDLL, rows: ctypes.CDLL) -> None:
         library.MKL_Set_Threading_Layer.argtypes = [ctypes.c_int]
         library.MKL_Set_Threading_Layer(_SEQUENTIAL)
         self.gemm: dict[str, tuple[int, Any]] = {}
         self.batch: dict[str, tuple[int, Any]] = {}
+        self.pack: dict[str, tuple[int, int, int]] = {}
         for dtype, prefix in (("float32", "s"), ("float64", "d")):
             self.gemm[dtype] = (_address(getattr(library, f"cblas_{prefix}gemm")),
                                 native.declare(rows, f"{prefix}gemm_rows", 4, 7))
             self.batch[dtype] = (_address(getattr(library, f"cblas_{prefix}gemm_batch")),
                                  native.declare(rows, f"{prefix}gemm_batch_rows", 4, 7))
+            try:
+                self.pack[dtype] = tuple(  # type: ignore[assignment]
+                    _address(getattr(library, f"cblas_{prefix}gemm_{name}"))
+                    for name in ("pack_get_size", "pack", "compute"))
+            except AttributeError:
+                self.pack[dtype] = NO_PACKING
 
 
 def _address(function: Any) -> int:
@@ -156,11 +166,18 @@ class SingleProduct(NamedTuple):
     out: np.ndarray
     sizes: tuple[int, ...]  # trans_x, trans_y, n, k, ldx, x's row step, ldy
     shape: tuple[int, ...]  # the product's shape (``out`` reshaped)
+    pack: tuple[int, int, int]  # the packed-operand API's addresses, or NO_PACKING
 
     def arguments(self) -> tuple[Any, ...]:
         """The product's arguments in gemm_rows.c's order, after the row range."""
         return (self.gemm, self.x.ctypes.data, self.y.ctypes.data, self.out.ctypes.data,
                 *self.sizes)
+
+    def blocked_arguments(self) -> tuple[Any, ...]:
+        """The product's arguments in the order of an epilogue's ``_after_product`` function
+        (:meth:`pullback.compiler._fused.FusedKernel.after_product_function`)."""
+        return (self.gemm, *self.pack, self.x.ctypes.data, self.y.ctypes.data,
+                self.out.ctypes.data, *self.sizes)
 
 
 def _operands(mkl: _Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
@@ -208,8 +225,9 @@ def _plan(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | tuple[Any, ...] | None:
     layout = _layout(x, y)
     known = _PLANS.get(layout) if layout is not None else None
     if known is not None:
-        gemm, kernel, out_shape, sizes, shape = known
-        return SingleProduct(gemm, kernel, x, y, np.empty(out_shape, x.dtype), sizes, shape)
+        gemm, kernel, out_shape, sizes, shape, pack = known
+        return SingleProduct(gemm, kernel, x, y, np.empty(out_shape, x.dtype), sizes, shape,
+                             pack)
     found = _operands(mkl, x, y)
     if found is None or found[2]:
         return found
@@ -218,7 +236,7 @@ def _plan(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | tuple[Any, ...] | None:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
         _PLANS[layout] = (single.gemm, single.kernel, single.out.shape, single.sizes,  # type: ignore[index]
-                          single.shape)
+                          single.shape, single.pack)
     return single
 
 
@@ -237,7 +255,7 @@ def _single(mkl: _Mkl, x: Any, y: Any, found: tuple[Any, ...]) -> SingleProduct:
     x_row = ldx if trans_x == _NO_TRANS else 1
     k, n = x.shape[-1], y.shape[-1]
     return SingleProduct(gemm, kernel, xm, ym, out, (trans_x, trans_y, n, k, ldx, x_row, ldy),
-                         x.shape[:-1] + (n,))
+                         x.shape[:-1] + (n,), mkl.pack[x.dtype.name])
 
 
 def mkl_matmul(mkl: _Mkl, x: Any, y: Any) -> np.ndarray | None:
