@@ -76,6 +76,38 @@ typedef int32_t sdpa_i32v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
 typedef double sdpa_f64v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
 typedef int64_t sdpa_i64v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
 
+#ifdef __AVX512F__
+/* dst[i * ldd + j] = src[j * lds + i] for i, j < 16: sixteen rows of src in registers, their
+ * 16 x 16 transpose by four rounds of lane shuffles (pairs, quads, 128-bit and 256-bit
+ * halves), sixteen rows of dst out. Unaligned loads and stores. */
+static inline void sdpa_transpose_16x16(float *dst, int64_t ldd, const float *src, int64_t lds) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4)
+        for (int u = 0; u < 2; u++) {
+            r[i + u] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + u]),
+                                                            _mm512_castps_pd(t[i + 2 + u])));
+            r[i + 2 + u] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + u]),
+                                                                _mm512_castps_pd(t[i + 2 + u])));
+        }
+    for (int i = 0; i < 16; i += 8)
+        for (int u = 0; u < 4; u++) {
+            t[i + u] = _mm512_shuffle_f32x4(r[i + u], r[i + 4 + u], 0x88);
+            t[i + 4 + u] = _mm512_shuffle_f32x4(r[i + u], r[i + 4 + u], 0xdd);
+        }
+    for (int u = 0; u < 8; u++) {
+        r[u] = _mm512_shuffle_f32x4(t[u], t[8 + u], 0x88);
+        r[8 + u] = _mm512_shuffle_f32x4(t[u], t[8 + u], 0xdd);
+    }
+    static const int row_of[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+    for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + row_of[i] * ldd, r[i]);
+}
+#define SDPA_TRANSPOSE_TILE sdpa_transpose_16x16
+#endif
 #define SDPA_T float
 #define SDPA_V sdpa_f32v
 #define SDPA_MASK sdpa_i32v
@@ -86,6 +118,7 @@ typedef int64_t sdpa_i64v __attribute__((vector_size(SDPA_VECTOR_BYTES)));
 #define SDPA_REDUCE_MAX(x) _mm512_reduce_max_ps((__m512)(x))
 #endif
 #include "attention.c"
+#undef SDPA_TRANSPOSE_TILE
 #undef SDPA_T
 #undef SDPA_V
 #undef SDPA_MASK
@@ -162,11 +195,41 @@ static void SDPA_NAME(rows_times)(T *const c[SDPA_ROWS], const T *const a[SDPA_R
 }
 
 /* dst[r * ldd + c] = src[r * sr + c * sc] for r < rows, c < cols (a strided block into a
- * padded local buffer; the padding is never written, it stays zero from calloc). The source
- * is read along its smaller stride: k's rows sit 3 * H * D apart in the GPT's QKV array, and
- * reading them down a column thrashes the L1 sets that such strides share. */
+ * padded local buffer; the padding is never written, it stays zero from calloc). Two layouts
+ * have loops of their own, because the copies took a quarter of the GPT's attention time as
+ * scalar loops with two run-time strides: rows of contiguous elements (sc == 1: q, v, g and k
+ * in the GPT), copied as vectors; and a transpose (sr == 1: k^T, v^T), by square tiles of a
+ * vector's lanes, each read as W rows and written as W columns through the tile transpose of
+ * SDPA_TRANSPOSE_TILE where the target has one (else element by element within the tile, which
+ * keeps both sides in a few cache lines). Otherwise the source is read along its smaller
+ * stride: k's rows sit 3 * H * D apart in the GPT's QKV array, and reading them down a column
+ * thrashes the L1 sets that such strides share. */
 static void SDPA_NAME(gather)(T *restrict dst, int64_t ldd, const T *restrict src, int64_t sr,
                               int64_t sc, int64_t rows, int64_t cols) {
+    if (sc == 1) {
+        for (int64_t r = 0; r < rows; r++) {
+            T *restrict d = dst + r * ldd;
+            const T *restrict s = src + r * sr;
+            for (int64_t c = 0; c < cols; c++) d[c] = s[c];
+        }
+        return;
+    }
+    if (sr == 1) {
+        for (int64_t r0 = 0; r0 < rows; r0 += W)
+            for (int64_t c0 = 0; c0 < cols; c0 += W) {
+                const int64_t nr = rows - r0 < W ? rows - r0 : W, nc = cols - c0 < W ? cols - c0 : W;
+#ifdef SDPA_TRANSPOSE_TILE
+                if (nr == W && nc == W) {
+                    SDPA_TRANSPOSE_TILE(dst + r0 * ldd + c0, ldd, src + c0 * sc + r0, sc);
+                    continue;
+                }
+#endif
+                for (int64_t c = 0; c < nc; c++)
+                    for (int64_t r = 0; r < nr; r++)
+                        dst[(r0 + r) * ldd + c0 + c] = src[(c0 + c) * sc + r0 + r];
+            }
+        return;
+    }
     if (llabs(sr) < llabs(sc))
         for (int64_t c = 0; c < cols; c++)
             for (int64_t r = 0; r < rows; r++) dst[r * ldd + c] = src[r * sr + c * sc];
