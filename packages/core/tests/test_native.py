@@ -316,3 +316,32 @@ def test_embedding_gradient_kernel_covers_only_what_it_computes(reductions):
     # out of range through the op: NumPy's kernel raises and names it
     with pytest.raises(IndexError):
         pb.get_op("take_scatter_add").kernel_for("cpu")(g, idx + 65, axis=0, shape=(65, 16))
+
+
+def _layouts() -> list[np.ndarray]:
+    base = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    return [base, base[1:], base[:, ::2, 1:], base.T, np.empty(0), np.float64(2.0) * np.ones(1),
+            np.broadcast_to(np.ones(3), (4, 3)), np.ascontiguousarray(base)[..., 3:]]
+
+
+@pytest.mark.parametrize("array", _layouts(), ids=lambda a: f"{a.shape}-{a.strides}")
+def test_address_is_the_arrays_data_address(array):
+    """native.address reads the data address from the array object: for arrays, views at an
+    offset, transposes, broadcasts and empty arrays it is what ctypes says."""
+    assert native.address(array) == array.ctypes.data
+
+
+def test_address_of_a_subclass_asks_ctypes():
+    class Tagged(np.ndarray):
+        pass
+
+    tagged = np.arange(6.0).view(Tagged)[2:]
+    assert native.address(tagged) == tagged.ctypes.data
+
+
+def test_address_reads_the_field_where_numpy_keeps_it():
+    """The probe found the field (CPython with NumPy); if it had not, address would still
+    answer through ctypes, only slower."""
+    assert native._DATA_FIELD is not None
+    a = np.zeros(4)
+    assert native._read_address(id(a) + native._DATA_FIELD).value == a.ctypes.data

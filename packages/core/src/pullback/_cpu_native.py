@@ -39,7 +39,7 @@ def gelu(x: Any, approximate: str = "none") -> Any:
         return NotImplemented
     (x,) = inputs
     out = np.empty_like(x)
-    native.run_rows(kernel, x.size, 1, x.ctypes.data, out.ctypes.data)
+    native.run_rows(kernel, x.size, 1, native.address(x), native.address(out))
     return out
 
 
@@ -63,7 +63,7 @@ def _binary(function: str, a: Any, b: Any) -> Any:
         return NotImplemented
     a, b = inputs
     out = np.empty_like(a)
-    native.run_rows(kernel, a.size, 1, a.ctypes.data, b.ctypes.data, out.ctypes.data)
+    native.run_rows(kernel, a.size, 1, native.address(a), native.address(b), native.address(out))
     return out
 
 
@@ -82,7 +82,8 @@ def sum_leading_axis(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     if cols < 2 or kernel is None:
         return NotImplemented
     out = np.empty(x.shape[1:], np.float32)
-    kernel(0, x.shape[0], x.ctypes.data, out.ctypes.data, cols)  # one pass: no thread split
+    kernel(0, x.shape[0], native.address(x), native.address(out),
+           cols)  # one pass: no thread split
     return out.reshape((1,) + out.shape) if keepdims else out
 
 
@@ -111,8 +112,9 @@ def take_scatter_add(g: Any, idx: Any, axis: int, shape: tuple[int, ...]) -> Any
     starts = np.zeros(rows + 1, np.int64)
     order = np.empty(n, np.int64)
     tmp = np.empty((n.bit_length() + 1, cols), np.float32)  # a row per level of the halving
-    kernel(0, n, g.ctypes.data, flat.ctypes.data, out.ctypes.data, starts.ctypes.data,
-           order.ctypes.data, tmp.ctypes.data, rows, cols)  # one call: no thread split
+    kernel(0, n, native.address(g), native.address(flat), native.address(out),
+           native.address(starts), native.address(order), native.address(tmp), rows,
+           cols)  # one call: no thread split
     return out
 
 

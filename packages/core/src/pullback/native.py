@@ -220,9 +220,41 @@ def declare(library: ctypes.CDLL, function: str, n_pointers: int, n_sizes: int =
     return fn
 
 
+def _data_field_offset() -> int | None:
+    """Where a NumPy array object holds its data address (``PyArrayObject_fields.data``, the
+    first field after the object header), as a byte offset from ``id(array)``; found by probing
+    and checked against ``ndarray.ctypes.data`` on arrays, views and offset views, else
+    ``None`` (an interpreter whose ``id`` is not an address, or another layout)."""
+    probes = [np.empty(n, np.uint8) for n in (1, 100, 4096)]
+    probes += [probes[2][7:], np.empty((3, 5))[:, 1:].T]
+    for offset in range(8, 129, 8):
+        try:
+            if all(ctypes.c_void_p.from_address(id(p) + offset).value == p.ctypes.data
+                   for p in probes):
+                return offset
+        except (ValueError, OSError):  # pragma: no cover - an id that is no address
+            return None
+    return None  # pragma: no cover - a layout this probe does not know
+
+
+_DATA_FIELD = _data_field_offset()
+_read_address = ctypes.c_void_p.from_address
+
+
+def address(a: np.ndarray) -> int:
+    """The address of ``a``'s first element (``a.ctypes.data``), for a native kernel.
+
+    Read straight from the array object where :func:`_data_field_offset` found where NumPy
+    keeps it: 0.2 us against about 1.3-2 us for ``a.ctypes.data``, which builds a ctypes helper
+    object on every call. A compiled GPT step passes about 450 addresses to C kernels."""
+    if _DATA_FIELD is None or a.__class__ is not np.ndarray:
+        return a.ctypes.data
+    return _read_address(id(a) + _DATA_FIELD).value or 0
+
+
 def pointer(a: np.ndarray | None) -> int | None:
     """The data address of a C-contiguous array (``None`` stays ``None``: a NULL argument)."""
-    return None if a is None else a.ctypes.data
+    return None if a is None else address(a)
 
 
 def run_rows(function: Callable[..., None], rows: int, row_size: int, *args: Any) -> None:

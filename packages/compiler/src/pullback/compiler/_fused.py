@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,8 +118,8 @@ class FusedKernel:
         t = _CTYPES[self.after_product]
         args = ", ".join(self._argument_names())
         params = ", ".join(self._array_params(restrict=False))
-        return f"""typedef void (*{name}_gemm_t)(int, int, int, int, int, int, {t}, const {t} *, int,
-    const {t} *, int, {t}, {t} *, int);
+        return f"""typedef void (*{name}_gemm_t)(int, int, int, int, int, int, {t}, const {t} *,
+    int, const {t} *, int, {t}, {t} *, int);
 typedef size_t (*{name}_pack_size_t)(int, int, int, int);
 typedef void (*{name}_pack_t)(int, int, int, int, int, int, {t}, const {t} *, int, {t} *);
 typedef void (*{name}_compute_t)(int, int, int, int, int, int, const {t} *, int, const {t} *,
@@ -289,7 +290,7 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, void *pack_size, v
     def _run_native(self, fn: Any, args: tuple[Any, ...]) -> list[Any]:
         pointers, copies = self._pointers(args)
         outs = [self._output(j, args) for j in range(len(self.outputs))]
-        pointers += [o.ctypes.data for o in outs]
+        pointers += [native.address(o) for o in outs]
         rows, cols = self.extent()
         native.run_rows(fn, rows, cols, cols, *pointers)
         del copies  # alive until the loop has run
@@ -316,7 +317,7 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, void *pack_size, v
             return NotImplemented
         pointers, copies = self._pointers(args)
         outs = [self._output(j, args) for j in range(len(self.outputs))]
-        pointers += [o.ctypes.data for o in outs]
+        pointers += [native.address(o) for o in outs]
         # blocks of about 128 KiB of the product: it is read back while still in L2
         block = max(8, (1 << 17) // (n * out.itemsize))
         native.run_rows(self._after, rows, n * product.sizes[3], *product.blocked_arguments(),
@@ -336,16 +337,16 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, void *pack_size, v
                 if not a.flags.c_contiguous:
                     a = np.ascontiguousarray(a)
                     copies.append(a)
-                pointers.append(a.ctypes.data)
+                pointers.append(native.address(a))
         return pointers, copies
 
     def extent(self) -> tuple[int, int]:
         """The ``(rows, cols)`` the loop runs over (one flat loop: ``(elements, 1)``)."""
         split = self.reduce_from if self.reduce_from is not None else self.split
+        # math.prod: every call of the loop asks (np.prod took 4 us, a tenth of a small loop)
         if split is None:
-            return int(np.prod(self.shape, dtype=np.int64)), 1
-        return (int(np.prod(self.shape[:split], dtype=np.int64)),
-                int(np.prod(self.shape[split:], dtype=np.int64)))
+            return math.prod(self.shape), 1
+        return math.prod(self.shape[:split]), math.prod(self.shape[split:])
 
     def _output(self, j: int, args: tuple[Any, ...]) -> Any:
         """Output ``j``'s array: the input it overwrites when that one can take it."""

@@ -153,7 +153,7 @@ def _pointers(a: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
             shape = [1] * len(batch)
             shape[axis] = n
             offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    return (a.ctypes.data + offsets).reshape(-1)
+    return (native.address(a) + offsets).reshape(-1)
 
 
 class SingleProduct(NamedTuple):
@@ -170,14 +170,14 @@ class SingleProduct(NamedTuple):
 
     def arguments(self) -> tuple[Any, ...]:
         """The product's arguments in gemm_rows.c's order, after the row range."""
-        return (self.gemm, self.x.ctypes.data, self.y.ctypes.data, self.out.ctypes.data,
-                *self.sizes)
+        return (self.gemm, native.address(self.x), native.address(self.y),
+                native.address(self.out), *self.sizes)
 
     def blocked_arguments(self) -> tuple[Any, ...]:
         """The product's arguments in the order of an epilogue's ``_after_product`` function
         (:meth:`pullback.compiler._fused.FusedKernel.after_product_function`)."""
-        return (self.gemm, *self.pack, self.x.ctypes.data, self.y.ctypes.data,
-                self.out.ctypes.data, *self.sizes)
+        return (self.gemm, *self.pack, native.address(self.x), native.address(self.y),
+                native.address(self.out), *self.sizes)
 
 
 def _operands(mkl: _Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
@@ -232,7 +232,8 @@ def _plan(mkl: _Mkl, x: Any, y: Any) -> SingleProduct | tuple[Any, ...] | None:
     if found is None or found[2]:
         return found
     single = _single(mkl, x, y, found)
-    if single.x.ctypes.data == x.ctypes.data and single.y.ctypes.data == y.ctypes.data:
+    if (native.address(single.x) == native.address(x)
+            and native.address(single.y) == native.address(y)):
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
         _PLANS[layout] = (single.gemm, single.kernel, single.out.shape, single.sizes,  # type: ignore[index]
@@ -272,10 +273,10 @@ def mkl_matmul(mkl: _Mkl, x: Any, y: Any) -> np.ndarray | None:
     # One group of equal products: the matrices' addresses in three arrays.
     rows, k, n = xm.shape[-2], xm.shape[-1], ym.shape[-1]
     a, b = _pointers(xm, batch), _pointers(ym, batch)
-    c = out.ctypes.data + np.arange(a.size, dtype=np.int64) * (rows * n * out.itemsize)
+    c = native.address(out) + np.arange(a.size, dtype=np.int64) * (rows * n * out.itemsize)
     gemm_batch, kernel = mkl.batch[x.dtype.name]
-    native.run_rows(kernel, a.size, rows * n * k, gemm_batch, a.ctypes.data, b.ctypes.data,
-                    c.ctypes.data, trans_x, trans_y, rows, n, k, ldx, ldy)
+    native.run_rows(kernel, a.size, rows * n * k, gemm_batch, native.address(a), native.address(b),
+                    native.address(c), trans_x, trans_y, rows, n, k, ldx, ldy)
     return out
 
 

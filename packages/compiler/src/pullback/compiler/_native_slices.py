@@ -61,10 +61,10 @@ def scatter_columns(grads: tuple[Any, ...], keys: tuple[Any, ...], shape: tuple[
     if kernel is None:
         return NotImplemented
     out = np.empty(shape, dtype=dtype)
-    pieces = np.array([g.ctypes.data for g in grads], dtype=np.int64)
+    pieces = np.array([native.address(g) for g in grads], dtype=np.int64)
     offsets = np.array([start for start, _ in ranges], dtype=np.int64)
     widths = np.array([stop - start for start, stop in ranges], dtype=np.int64)
     rows = out.size // cols
-    native.run_rows(kernel, rows, cols, out.ctypes.data, pieces.ctypes.data, offsets.ctypes.data,
-                    widths.ctypes.data, len(grads), cols)
+    native.run_rows(kernel, rows, cols, native.address(out), native.address(pieces),
+                    native.address(offsets), native.address(widths), len(grads), cols)
     return out

@@ -47,8 +47,8 @@ def _native_outer(a: Any, c: Any) -> Any:
     out = np.empty(a.shape + (n,), dtype=np.float32)
     rows = a.size // m if m else 0
     if rows and n:
-        native.run_rows(kernel, rows, m * n, a.ctypes.data, c.ctypes.data, out.ctypes.data,
-                        m, n)
+        native.run_rows(kernel, rows, m * n, native.address(a), native.address(c),
+                        native.address(out), m, n)
     return out
 
 

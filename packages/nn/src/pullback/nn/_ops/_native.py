@@ -59,8 +59,8 @@ def softmax(x: Any, *, axis: int, scale: float = 1.0, causal: bool = False,
     y = np.empty_like(x) if out is None else out
     cols = x.shape[-1]
     period = x.shape[-2] if causal else 1
-    native.run_rows(kernel, x.size // cols, cols, x.ctypes.data, y.ctypes.data, cols, period,
-                    int(causal), scale)
+    native.run_rows(kernel, x.size // cols, cols, native.address(x), native.address(y), cols,
+                    period, int(causal), scale)
     return y
 
 
@@ -73,8 +73,8 @@ def softmax_backward(gy: Any, y: Any, *, axis: int) -> Any:
     gy, y = inputs
     gx = np.empty_like(y)
     cols = y.shape[-1]
-    native.run_rows(kernel, y.size // cols, cols, gy.ctypes.data, y.ctypes.data, gx.ctypes.data,
-                    cols)
+    native.run_rows(kernel, y.size // cols, cols, native.address(gy), native.address(y),
+                    native.address(gx), cols)
     return gx
 
 
@@ -103,7 +103,7 @@ def log_softmax(x: Any, *, axis: int) -> Any:
     (x,), _ = found
     y = np.empty_like(x)
     cols = x.shape[-1]
-    native.run_rows(kernel, x.size // cols, cols, x.ctypes.data, y.ctypes.data, cols)
+    native.run_rows(kernel, x.size // cols, cols, native.address(x), native.address(y), cols)
     return y
 
 
@@ -117,8 +117,8 @@ def log_softmax_backward(g: Any, y: Any, *, axis: int) -> Any:
     (g, y), _ = found
     gx = np.empty_like(y)
     cols = y.shape[-1]
-    native.run_rows(kernel, y.size // cols, cols, g.ctypes.data, y.ctypes.data, gx.ctypes.data,
-                    cols)
+    native.run_rows(kernel, y.size // cols, cols, native.address(g), native.address(y),
+                    native.address(gx), cols)
     return gx
 
 
@@ -163,8 +163,8 @@ def cross_entropy(logits: Any, target: Any, *, ignore_index: int) -> Any:
     rows, cols = logits.shape
     loss = np.empty(rows, dtype=logits.dtype)
     stats = np.empty((rows, 2), dtype=logits.dtype)
-    native.run_rows(kernel, rows, cols, logits.ctypes.data, target.ctypes.data, loss.ctypes.data,
-                    stats.ctypes.data, cols, ignore_index)
+    native.run_rows(kernel, rows, cols, native.address(logits), native.address(target),
+                    native.address(loss), native.address(stats), cols, ignore_index)
     return loss, (stats,)
 
 
@@ -180,8 +180,9 @@ def cross_entropy_backward(g: Any, logits: Any, target: Any, stats: Any, *,
     kernel, (logits, g, stats), target = found
     rows, cols = logits.shape
     gx = np.empty_like(logits)
-    native.run_rows(kernel, rows, cols, logits.ctypes.data, target.ctypes.data,
-                    stats.ctypes.data, g.ctypes.data, gx.ctypes.data, cols, ignore_index)
+    native.run_rows(kernel, rows, cols, native.address(logits), native.address(target),
+                    native.address(stats), native.address(g), native.address(gx), cols,
+                    ignore_index)
     return gx
 
 
@@ -209,8 +210,8 @@ def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> A
     y = np.empty_like(x)
     mean = np.empty(kept, dtype=np.float32)
     rstd = np.empty(kept, dtype=np.float32)
-    native.run_rows(kernel, rows, cols, x.ctypes.data, native.pointer(w), native.pointer(b),
-                    y.ctypes.data, mean.ctypes.data, rstd.ctypes.data, cols, eps)
+    native.run_rows(kernel, rows, cols, native.address(x), native.pointer(w), native.pointer(b),
+                    native.address(y), native.address(mean), native.address(rstd), cols, eps)
     return y, (mean, rstd)
 
 
@@ -235,10 +236,11 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
     gx = np.empty_like(x)
     blocks = -(-rows // _LAYER_NORM_BLOCK_ROWS)
     sums = np.empty((2, blocks, cols)) if param_grads else None
-    native.run_rows(kernel, blocks, _LAYER_NORM_BLOCK_ROWS * cols, g.ctypes.data, x.ctypes.data,
-                    native.pointer(w), mean.ctypes.data, rstd.ctypes.data, gx.ctypes.data,
-                    None if sums is None else sums[0].ctypes.data,
-                    None if sums is None else sums[1].ctypes.data, rows, cols,
+    native.run_rows(kernel, blocks, _LAYER_NORM_BLOCK_ROWS * cols, native.address(g),
+                    native.address(x), native.pointer(w), native.address(mean),
+                    native.address(rstd), native.address(gx),
+                    None if sums is None else native.address(sums[0]),
+                    None if sums is None else native.address(sums[1]), rows, cols,
                     _LAYER_NORM_BLOCK_ROWS)
     if sums is None:
         return gx, None, None
@@ -274,8 +276,8 @@ def im2col(x: Any, kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair
     (x,) = inputs
     n, c, h, w = x.shape
     cols = np.empty((n, c) + tuple(kernel) + tuple(out_hw), dtype=np.float32)
-    native.run_rows(kernel_fn, n * c, cols[0, 0].size, x.ctypes.data, cols.ctypes.data, h, w,
-                    *sizes)
+    native.run_rows(kernel_fn, n * c, cols[0, 0].size, native.address(x), native.address(cols), h,
+                    w, *sizes)
     return cols
 
 
@@ -295,6 +297,6 @@ def col2im(cols: Any, input_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],
         return NotImplemented
     (cols,) = inputs
     dx = np.empty((n, c) + tuple(input_hw), dtype=np.float32)
-    native.run_rows(kernel_fn, n * c, cols[0, 0].size, cols.ctypes.data, dx.ctypes.data,
+    native.run_rows(kernel_fn, n * c, cols[0, 0].size, native.address(cols), native.address(dx),
                     *input_hw, *sizes)
     return dx

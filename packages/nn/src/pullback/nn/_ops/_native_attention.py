@@ -107,10 +107,10 @@ def attention(q: Any, k: Any, v: Any, bias: Any = None, keep: Any = None, *, sca
     weights = np.empty(batch + (length, keys), dtype=q.dtype)
     scale_box = _scale(scale, q.dtype)
     b, h = _grid(batch)
-    native.run_rows(kernel, b * h, length * keys * (features + value_features), q.ctypes.data,
-                    k.ctypes.data, v.ctypes.data, out.ctypes.data, weights.ctypes.data,
-                    scale_box.ctypes.data, h, length, keys, features, value_features, *qs, *ks,
-                    *vs, *_out_strides(out), int(causal))
+    native.run_rows(kernel, b * h, length * keys * (features + value_features), native.address(q),
+                    native.address(k), native.address(v), native.address(out),
+                    native.address(weights), native.address(scale_box), h, length, keys, features,
+                    value_features, *qs, *ks, *vs, *_out_strides(out), int(causal))
     return out, (weights,)
 
 
@@ -142,12 +142,12 @@ def attention_backward(g: Any, q: Any, k: Any, v: Any, weights: Any, *, scale: f
         _heads_out(batch, shape[-2], shape[-1], q.dtype) for shape in shapes)
     scale_box = _scale(scale, q.dtype)
     b, h = _grid(batch)
-    native.run_rows(kernel, b * h, length * keys * (features + value_features), g.ctypes.data,
-                    q.ctypes.data, k.ctypes.data, v.ctypes.data, weights.ctypes.data,
-                    gq.ctypes.data, gk.ctypes.data, gv.ctypes.data, scale_box.ctypes.data, h,
-                    length, keys, features, value_features, *gs, *qs, *ks, *vs,
-                    *_out_strides(gq), *_out_strides(gk), *_out_strides(gv), int(causal),
-                    int(out is not None))
+    native.run_rows(kernel, b * h, length * keys * (features + value_features), native.address(g),
+                    native.address(q), native.address(k), native.address(v),
+                    native.address(weights), native.address(gq), native.address(gk),
+                    native.address(gv), native.address(scale_box), h, length, keys, features,
+                    value_features, *gs, *qs, *ks, *vs, *_out_strides(gq), *_out_strides(gk),
+                    *_out_strides(gv), int(causal), int(out is not None))
     return gq, gk, gv
 
 

@@ -58,9 +58,9 @@ def lstm_forward(pre: Any, h0: Any, c0: Any, w_hh_t: Any, *, reverse: bool) -> A
         h_new = h_last if nxt is None else h_prev[nxt]
         c_new = c_last if nxt is None else c_prev[nxt]
         np.matmul(h_prev[t], w_hh_t, out=hw)
-        native.run_rows(kernel, batch, gate_width, pre[t].ctypes.data, hw.ctypes.data,
-                        c_prev[t].ctypes.data, c_new.ctypes.data, tanh_c[t].ctypes.data,
-                        h_new.ctypes.data, hidden)
+        native.run_rows(kernel, batch, gate_width, native.address(pre[t]), native.address(hw),
+                        native.address(c_prev[t]), native.address(c_new),
+                        native.address(tanh_c[t]), native.address(h_new), hidden)
     out = np.empty((steps + 1, batch, 2 * hidden), dtype=np.float32)
     # out[t]: the state after step t, which is the h_prev/c_prev of the step after it
     after = (slice(0, steps - 1), slice(1, steps)) if reverse else (slice(1, steps),
@@ -93,8 +93,8 @@ def lstm_backward(g: Any, acts: Any, c_prev: Any, tanh_c: Any, w_hh: Any, *,
     gc = g[steps, :, hidden:].copy()
     dgates = np.empty_like(acts)
     for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
-        native.run_rows(kernel, batch, gate_width, gh.ctypes.data, g[t].ctypes.data,
-                        gc.ctypes.data, acts[t].ctypes.data, c_prev[t].ctypes.data,
-                        tanh_c[t].ctypes.data, dgates[t].ctypes.data, hidden, 2 * hidden)
+        native.run_rows(kernel, batch, gate_width, native.address(gh), native.address(g[t]),
+                        native.address(gc), native.address(acts[t]), native.address(c_prev[t]),
+                        native.address(tanh_c[t]), native.address(dgates[t]), hidden, 2 * hidden)
         np.matmul(dgates[t], w_hh, out=gh)
     return dgates, gh, gc

@@ -84,8 +84,8 @@ def native_max_pool2d_backward(g: Any, x: Any, out: Any, *, kernel_size: Sizes, 
     g, x, out = inputs
     n, c, h, w = x.shape
     dx = np.empty_like(x)
-    native.run_rows(kernel, n * c, h * w, g.ctypes.data, x.ctypes.data, out.ctypes.data,
-                    dx.ctypes.data, h, w, *sizes)
+    native.run_rows(kernel, n * c, h * w, native.address(g), native.address(x),
+                    native.address(out), native.address(dx), h, w, *sizes)
     return dx
 
 
