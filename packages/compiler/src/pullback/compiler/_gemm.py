@@ -268,7 +268,10 @@ def mkl_matmul(mkl: _Mkl, x: Any, y: Any) -> np.ndarray | None:
         single: SingleProduct = planned
         rows, (n, k) = single.out.shape[0], single.sizes[2:4]
         native.run_rows(single.kernel, rows, n * k, *single.arguments())
-        return single.out.reshape(single.shape)
+        # a view only where the shape differs: a view of a fresh array would be copied where
+        # it becomes a .grad (compiled results must own their memory)
+        out = single.out
+        return out if out.shape == single.shape else out.reshape(single.shape)
     xm, ym, batch, out, trans_x, trans_y, ldx, ldy = planned
     # One group of equal products: the matrices' addresses in three arrays.
     rows, k, n = xm.shape[-2], xm.shape[-1], ym.shape[-1]

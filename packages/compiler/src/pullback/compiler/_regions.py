@@ -201,7 +201,9 @@ class ScalarNamespace(_UpdateNamespace):
         kinds = []
         numbers = []
         for a in operands:
-            if a.__class__ in _PLAIN_NUMBERS or _is_number(a):
+            # arrays first: the abstract Number check (an ABC's isinstance) cost 0.5 ms a step
+            if a.__class__ is not np.ndarray and (a.__class__ in _PLAIN_NUMBERS
+                                                  or _is_number(a)):
                 kinds.append("s")
                 numbers.append(a)
             else:
