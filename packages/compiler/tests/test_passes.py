@@ -222,6 +222,66 @@ def test_packed_attention_gradient_is_the_assembled_one_bit_for_bit(native_kerne
     assert_identical(got, want, "packed attention gradient")
 
 
+@pytest.mark.parametrize("pipeline", [["layer_norm_backward_add"],
+                                      ["fuse_elementwise", "dce", "layer_norm_backward_add"]],
+                         ids=["plain adds", "fused adds"])
+def test_residual_gradients_are_summed_inside_layer_norm_backward(pipeline):
+    """Each pre-norm block's residual add of a norm's input gradient goes into the backward
+    (two layers: two norms each, minus the first block's, whose gx meets the embedding's
+    gradient); the results stay the same, bit for bit."""
+    graph, inputs = traced("gpt_backward")
+    values = placeholder_values(graph, inputs)
+    optimized, _ = optimize(graph, pipeline)
+    ops = [n.op for n in optimized.nodes]
+    backwards = [n.op for n in graph.nodes].count("nn.layer_norm_backward")
+    summed = ops.count("compiler.layer_norm_backward_add")
+    assert summed >= 2 and ops.count("nn.layer_norm_backward") == backwards - summed
+    assert len(optimized.nodes) == len(optimize(graph, pipeline[:-1])[0].nodes) - summed
+    for i, (a, b) in enumerate(zip(run_graph(graph, *values), run_graph(optimized, *values))):
+        assert_identical(a, b, f"result {i}")
+
+
+def test_a_norm_gradient_read_elsewhere_keeps_its_add():
+    """gx also returned (read twice): the backward and the add stay apart."""
+    x = pb.randn(4, 6, requires_grad=True)
+    w = pb.randn(6, requires_grad=True)
+
+    def f(x, w, returned):
+        h = x * 2.0
+        y = F.layer_norm(h, (6,), w) + h
+        y.sum().backward()
+        return x.grad
+
+    graph = trace(lambda x, w: f(x, w, False), x, w)
+    assert "compiler.layer_norm_backward_add" in [
+        n.op for n in optimize(graph, ["layer_norm_backward_add"])[0].nodes]
+    backward = next(n for n in graph.nodes if n.op == "nn.layer_norm_backward")
+    graph.outputs = list(graph.outputs) + [backward.outputs[0]]
+    kept = optimize(graph, ["layer_norm_backward_add"])[0]
+    assert "compiler.layer_norm_backward_add" not in [n.op for n in kept.nodes]
+
+
+@pytest.mark.parametrize("native_kernel", [True, False])
+def test_layer_norm_backward_add_is_the_sum_of_the_two_ops(native_kernel, monkeypatch):
+    """The op gives the add of the backward's gx, from the C kernel and nn's composition."""
+    from pullback.nn._ops import _native
+    from pullback.registry import get_op
+
+    if not native_kernel:
+        monkeypatch.setattr(_native, "layer_norm_backward", lambda *a, **k: NotImplemented)
+    rng = np.random.default_rng(4)
+    g, x, residual = (rng.standard_normal((64, 48)).astype(np.float32) for _ in range(3))
+    w = rng.standard_normal(48).astype(np.float32)
+    _, (mean, rstd) = get_op("nn.layer_norm").generic(np)(x, w, None, normalized_ndim=1,
+                                                          eps=1e-5)
+    gx, gw, gb = get_op("nn.layer_norm_backward").generic(np)(g, x, w, mean, rstd,
+                                                             normalized_ndim=1)
+    got = get_op("compiler.layer_norm_backward_add").kernel_for("cpu")(
+        g, x, w, mean, rstd, residual, normalized_ndim=1)
+    for a, b, what in zip(got, (residual + gx, gw, gb), ("gx", "gw", "gb")):
+        assert_identical(a, b, what)
+
+
 def test_slice_assembly_keeps_signed_zeros_as_the_sums_do():
     x = pb.tensor(np.array([[-0.0, 1.0, -0.0, 2.0]]), requires_grad=True)
     weights = pb.tensor(np.array([[-1.0, 1.0, 0.5, -0.0]]))  # a -0.0 gradient in the 2nd slice

@@ -136,6 +136,29 @@ def test_layer_norm_forward_and_backward_match_float64(rows, shape, nd, has_w, h
     np.testing.assert_array_equal(gx_only[0], gx)
 
 
+@pytest.mark.parametrize("shape,nd,has_w,has_b", LN_CASES, ids=str)
+def test_layer_norm_backward_adds_a_residual_gradient_in_its_last_pass(rows, shape, nd, has_w,
+                                                                        has_b):
+    """``add=``: the C kernel returns ``add + gx`` (what a separate add of its ``gx`` gives, bit
+    for bit), and so does the NumPy composition; the parameter gradients are unchanged."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    normalized = shape[len(shape) - nd:]
+    w = rng.standard_normal(normalized).astype(np.float32) if has_w else None
+    _, (mean, rstd) = _native.layer_norm(x, w, None, normalized_ndim=nd, eps=1e-5)
+    g, residual = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    gx, gw, gb = _native.layer_norm_backward(g, x, w, mean, rstd, normalized_ndim=nd)
+    summed = _native.layer_norm_backward(g, x, w, mean, rstd, normalized_ndim=nd, add=residual)
+    np.testing.assert_array_equal(summed[0], residual + gx)
+    np.testing.assert_array_equal(summed[1], gw)
+    np.testing.assert_array_equal(summed[2], gb)
+    composition = OPS["nn.layer_norm_backward"].generic(np).__wrapped__
+    plain = composition(g, x, w, mean, rstd, normalized_ndim=nd)
+    np.testing.assert_array_equal(
+        composition(g, x, w, mean, rstd, normalized_ndim=nd, add=residual)[0],
+        residual + plain[0])
+
+
 def test_threaded_and_single_thread_row_kernels_agree_exactly(rows):
     rng = np.random.default_rng(4)
     x = rng.standard_normal((8192, 128)).astype(np.float32)

@@ -93,6 +93,27 @@ ATTENTION_BACKWARD_PACKED = Op(
 
 
 
+def _layer_norm_backward_add_kernel(xp: Any) -> Any:
+    def layer_norm_backward_add(g: Any, x: Any, w: Any, mean: Any, rstd: Any, add: Any, *,
+                                normalized_ndim: int, param_grads: bool = True) -> Any:
+        from pullback.registry import get_op
+
+        make = get_op("nn.layer_norm_backward").generic
+        if make is None:
+            raise NotImplementedError("compiler.layer_norm_backward_add: nn's layer norm "
+                                      "backward has no generic kernel")
+        return make(xp)(g, x, w, mean, rstd, normalized_ndim=normalized_ndim,
+                        param_grads=param_grads, add=add)
+
+    return layer_norm_backward_add
+
+
+LAYER_NORM_BACKWARD_ADD = Op(
+    "compiler.layer_norm_backward_add", _layer_norm_backward_add_kernel, differentiable=False,
+    family="reduce",
+    doc="(add + gx, gw, gb): layer norm's backward with a residual gradient added to gx")
+
+
 def _gelu_slope_kernel(xp: Any) -> Any:
     from pullback.registry import get_op
 
@@ -110,4 +131,4 @@ GELU_SLOPE = Op("compiler.gelu_slope", _gelu_slope_kernel, differentiable=False,
                 doc="gelu'(x), kept from the forward so that GELU's backward is one product")
 
 COMPILER_OPS = (FUSED_ELEMENTWISE, SCATTER_SLICES, MATMUL_EPILOGUE, ATTENTION_BACKWARD_PACKED,
-                GELU_SLOPE)
+                LAYER_NORM_BACKWARD_ADD, GELU_SLOPE)

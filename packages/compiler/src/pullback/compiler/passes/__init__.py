@@ -15,7 +15,7 @@ from pullback.plugins import graph_passes
 from .._ir import Graph
 from . import (  # noqa: F401  (they register themselves)
     algebraic, attention, constant_fold, cse, dce, epilogue, fold, fusion, gelu_slope, inplace,
-    slices,
+    layer_norm, slices,
 )
 
 GraphPass = Callable[[Graph], Graph]
@@ -24,8 +24,8 @@ GraphPass = Callable[[Graph], Graph]
 # (its own leftovers go with the next dce)
 DEFAULT_PIPELINE: tuple[str, ...] = ("algebraic", "constant_fold", "cse", "assemble_slices",
                                      "dce", "pack_attention_grads", "fuse_elementwise", "dce",
-                                     "gelu_slope_in_forward", "matmul_epilogue",
-                                     "write_in_place")
+                                     "layer_norm_backward_add", "gelu_slope_in_forward",
+                                     "matmul_epilogue", "write_in_place")
 
 
 def get_pass(name_or_pass: str | GraphPass) -> GraphPass:

@@ -221,24 +221,26 @@ _LAYER_NORM_BLOCK_ROWS = 64
 
 
 def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normalized_ndim: int,
-                        param_grads: bool = True) -> Any:
+                        param_grads: bool = True, add: Any = None) -> Any:
     """``(gx, gw, gb)`` of :func:`layer_norm`; ``gw`` and ``gb`` are ``None`` unless
-    ``param_grads``."""
+    ``param_grads``. With ``add`` (an array of ``x``'s shape), ``gx`` is ``add + gx``, summed in
+    the kernel's last pass over the row."""
     fits = g.shape == x.shape and _params_fit(x, normalized_ndim, w)
+    fits = fits and (add is None or add.shape == x.shape)
     # the C kernel reads one mean and one rstd per row
     fits = fits and mean.size == rstd.size == _rows_cols(x, normalized_ndim)[0]
-    inputs = native.float32_inputs(g, x, w, mean, rstd) if fits else None
-    kernel = _function("layer_norm_backward_f32", 8, 3)
+    inputs = native.float32_inputs(g, x, w, mean, rstd, add) if fits else None
+    kernel = _function("layer_norm_backward_f32", 9, 3)
     if inputs is None or kernel is None:
         return NotImplemented
-    g, x, w, mean, rstd = inputs
+    g, x, w, mean, rstd, add = inputs
     rows, cols = _rows_cols(x, normalized_ndim)
     gx = np.empty_like(x)
     blocks = -(-rows // _LAYER_NORM_BLOCK_ROWS)
     sums = np.empty((2, blocks, cols)) if param_grads else None
     native.run_rows(kernel, blocks, _LAYER_NORM_BLOCK_ROWS * cols, native.address(g),
                     native.address(x), native.pointer(w), native.address(mean),
-                    native.address(rstd), native.address(gx),
+                    native.address(rstd), native.address(gx), native.pointer(add),
                     None if sums is None else native.address(sums[0]),
                     None if sums is None else native.address(sums[1]), rows, cols,
                     _LAYER_NORM_BLOCK_ROWS)

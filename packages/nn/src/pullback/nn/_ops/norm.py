@@ -69,9 +69,13 @@ def _grads(ns: Any, g: Any, x: Any, w: Any, mean: Any, rstd: Any, normalized_ndi
 
 def _layer_norm_backward_kernel(xp: Any) -> Any:
     def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *,
-                            normalized_ndim: int, param_grads: bool = True) -> Any:
-        return _grads(xp, g, x, w, mean, rstd, normalized_ndim,
-                      (True, param_grads, param_grads))
+                            normalized_ndim: int, param_grads: bool = True,
+                            add: Any = None) -> Any:
+        # add (no attribute of the op: pullback-compiler's fused residual sum passes it)
+        # returns add + gx instead of gx
+        gx, gw, gb = _grads(xp, g, x, w, mean, rstd, normalized_ndim,
+                            (True, param_grads, param_grads))
+        return (gx if add is None else add + gx), gw, gb
 
     if xp is np:
         return native_first(_native.layer_norm_backward, layer_norm_backward)

@@ -11,8 +11,8 @@
  * What the callers guarantee (pullback/nn/_ops/_native.py, which returns NotImplemented for
  * anything else; nothing here checks it again):
  *   - every array is C-contiguous, of the kernel's float type, of rows x cols elements
- *     (cols >= 1), except w and b (cols elements, or NULL), mean and rstd (rows elements), pw
- *     and pb (blocks x cols doubles, or NULL), the cross-entropy's target (rows int64), loss
+ *     (cols >= 1), except w and b (cols elements, or NULL), layer norm backward's add (rows x
+ *     cols, or NULL), mean and rstd (rows elements), pw and pb (blocks x cols doubles, or NULL), the cross-entropy's target (rows int64), loss
  *     and g (rows elements) and stats (2 x rows elements);
  *   - outputs do not overlap inputs, except softmax_f32's y, which may be x itself;
  *   - 0 <= lo <= hi <= rows (blocks of block_rows >= 1 rows for layer_norm_backward_f32),
@@ -197,7 +197,9 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
 
 /* Layer norm's backward over the row blocks lo..hi (block k: rows k * block_rows up to rows):
  * gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)), gxhat = g * w (w may be
- * NULL), and, when pw and pb are not NULL, the block's sums over its rows of g * xhat (w's
+ * NULL), plus add where add is not NULL (a residual branch's gradient, summed in the same pass:
+ * add + gx, the float sum a separate add would make, without writing gx and reading it back),
+ * and, when pw and pb are not NULL, the block's sums over its rows of g * xhat (w's
  * gradient) and of g (b's) into row k of pw and pb (blocks x cols, doubles). One pass over g
  * and x, which the parameter sums read while the row is in cache. A block sums in float (64
  * rows: the error of a few ulp, as PyTorch's float sums), the caller adds the blocks in
@@ -206,8 +208,9 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
 void layer_norm_backward_f32(int64_t lo, int64_t hi, const float *restrict g,
                              const float *restrict x, const float *restrict w,
                              const float *restrict mean, const float *restrict rstd,
-                             float *restrict gx, double *restrict pw, double *restrict pb,
-                             int64_t rows, int64_t cols, int64_t block_rows) {
+                             float *restrict gx, const float *restrict add,
+                             double *restrict pw, double *restrict pb, int64_t rows,
+                             int64_t cols, int64_t block_rows) {
     float *sw = pw ? malloc(2 * (size_t)cols * sizeof(float)) : NULL, *sb = sw ? sw + cols : NULL;
     for (int64_t k = lo; k < hi; k++) {
         const int64_t first = k * block_rows;
@@ -230,7 +233,14 @@ void layer_norm_backward_f32(int64_t lo, int64_t hi, const float *restrict g,
                 for (int64_t j = 0; j < cols; j++) out[j] = gr[j];
             double sg = row_sum(out, cols), sgx = row_dot(out, xr, cols, mu, rs);
             float a = (float)(sg / (double)cols), c = (float)(sgx / (double)cols);
-            for (int64_t j = 0; j < cols; j++) out[j] = rs * (out[j] - a - (xr[j] - mu) * rs * c);
+            if (add) {
+                const float *ar = add + r * cols;
+                for (int64_t j = 0; j < cols; j++)
+                    out[j] = ar[j] + rs * (out[j] - a - (xr[j] - mu) * rs * c);
+            } else {
+                for (int64_t j = 0; j < cols; j++)
+                    out[j] = rs * (out[j] - a - (xr[j] - mu) * rs * c);
+            }
         }
         if (pw)
             for (int64_t j = 0; j < cols; j++) {
