@@ -14,7 +14,6 @@ another node reads the norm's parameter gradients.
 
 from __future__ import annotations
 
-
 from .._ir import Graph, Node, Value
 from ._registry import graph_pass
 from .fusion import FUSED_OP
