@@ -82,8 +82,8 @@ def sum_leading_axis(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     if cols < 2 or kernel is None:
         return NotImplemented
     out = np.empty(x.shape[1:], np.float32)
-    kernel(0, x.shape[0], native.address(x), native.address(out),
-           cols)  # one pass: no thread split
+    # one pass: no thread split
+    kernel(0, x.shape[0], native.address(x), native.address(out), cols)
     return out.reshape((1,) + out.shape) if keepdims else out
 
 
@@ -112,9 +112,9 @@ def take_scatter_add(g: Any, idx: Any, axis: int, shape: tuple[int, ...]) -> Any
     starts = np.zeros(rows + 1, np.int64)
     order = np.empty(n, np.int64)
     tmp = np.empty((n.bit_length() + 1, cols), np.float32)  # a row per level of the halving
+    # one call: no thread split
     kernel(0, n, native.address(g), native.address(flat), native.address(out),
-           native.address(starts), native.address(order), native.address(tmp), rows,
-           cols)  # one call: no thread split
+           native.address(starts), native.address(order), native.address(tmp), rows, cols)
     return out
 
 

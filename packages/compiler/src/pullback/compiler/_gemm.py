@@ -176,8 +176,8 @@ class SingleProduct(NamedTuple):
     def blocked_arguments(self) -> tuple[Any, ...]:
         """The product's arguments in the order of an epilogue's ``_after_product`` function
         (:meth:`pullback.compiler._fused.FusedKernel.after_product_function`)."""
-        return (self.gemm, *self.pack, native.address(self.x), native.address(self.y),
-                native.address(self.out), *self.sizes)
+        gemm, *rest = self.arguments()
+        return (gemm, *self.pack, *rest)
 
 
 def _operands(mkl: _Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
@@ -278,8 +278,8 @@ def mkl_matmul(mkl: _Mkl, x: Any, y: Any) -> np.ndarray | None:
     a, b = _pointers(xm, batch), _pointers(ym, batch)
     c = native.address(out) + np.arange(a.size, dtype=np.int64) * (rows * n * out.itemsize)
     gemm_batch, kernel = mkl.batch[x.dtype.name]
-    native.run_rows(kernel, a.size, rows * n * k, gemm_batch, native.address(a), native.address(b),
-                    native.address(c), trans_x, trans_y, rows, n, k, ldx, ldy)
+    native.run_rows(kernel, a.size, rows * n * k, gemm_batch, native.address(a),
+                    native.address(b), native.address(c), trans_x, trans_y, rows, n, k, ldx, ldy)
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .._ir import Graph, Node, Value
 from ._registry import graph_pass
+from .attention import _only_reader
 from .fusion import FUSED_OP
 
 BACKWARD = "nn.layer_norm_backward"
@@ -54,10 +55,9 @@ def layer_norm_backward_add(graph: Graph) -> Graph:
         if operands is None:
             continue
         for gx, other in (operands, operands[::-1]):
-            backward = gx.producer
+            backward = _only_reader(gx, users, results)
             if (backward is None or backward.op != BACKWARD or backward.outputs[0] is not gx
-                    or id(backward) in replaced or gx in results or other is gx
-                    or len(users.get(gx, [])) != 1):
+                    or id(backward) in replaced or other is gx):
                 continue
             start, end = position[id(backward)], position[id(node)]
             if any(start < position[id(reader)] < end
@@ -71,6 +71,10 @@ def layer_norm_backward_add(graph: Graph) -> Graph:
             replaced[id(backward)] = None
             replaced[id(node)] = summed
             break
-    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes
-                   if replaced.get(id(n), n) is not None]
+    nodes = []
+    for n in graph.nodes:
+        new = replaced.get(id(n), n)
+        if new is not None:
+            nodes.append(new)
+    graph.nodes = nodes
     return graph

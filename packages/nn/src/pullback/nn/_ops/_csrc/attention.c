@@ -217,7 +217,8 @@ static void SDPA_NAME(gather)(T *restrict dst, int64_t ldd, const T *restrict sr
     if (sr == 1) {
         for (int64_t r0 = 0; r0 < rows; r0 += W)
             for (int64_t c0 = 0; c0 < cols; c0 += W) {
-                const int64_t nr = rows - r0 < W ? rows - r0 : W, nc = cols - c0 < W ? cols - c0 : W;
+                const int64_t nr = rows - r0 < W ? rows - r0 : W;
+                const int64_t nc = cols - c0 < W ? cols - c0 : W;
 #ifdef SDPA_TRANSPOSE_TILE
                 if (nr == W && nc == W) {
                     SDPA_TRANSPOSE_TILE(dst + r0 * ldd + c0, ldd, src + c0 * sc + r0, sc);

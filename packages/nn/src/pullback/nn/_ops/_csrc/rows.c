@@ -12,8 +12,9 @@
  * anything else; nothing here checks it again):
  *   - every array is C-contiguous, of the kernel's float type, of rows x cols elements
  *     (cols >= 1), except w and b (cols elements, or NULL), layer norm backward's add (rows x
- *     cols, or NULL), mean and rstd (rows elements), pw and pb (blocks x cols doubles, or NULL), the cross-entropy's target (rows int64), loss
- *     and g (rows elements) and stats (2 x rows elements);
+ *     cols, or NULL), mean and rstd (rows elements), pw and pb (blocks x cols doubles, or
+ *     NULL), the cross-entropy's target (rows int64), loss and g (rows elements) and stats
+ *     (2 x rows elements);
  *   - outputs do not overlap inputs, except softmax_f32's y, which may be x itself;
  *   - 0 <= lo <= hi <= rows (blocks of block_rows >= 1 rows for layer_norm_backward_f32),
  *     period >= 1.
