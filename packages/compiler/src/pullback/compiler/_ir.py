@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -248,6 +248,16 @@ class Graph:
         g.mutations = list(self.mutations)
         g.grads = list(self.grads)
         return g
+
+    def replace_nodes(self, replaced: Mapping[int, Node | None]) -> None:
+        """Put ``replaced[id(node)]`` where each node keyed there stood (``None``: drop it);
+        the other nodes keep their places."""
+        nodes = []
+        for n in self.nodes:
+            new = replaced.get(id(n), n)
+            if new is not None:
+                nodes.append(new)
+        self.nodes = nodes
 
     def substitute(self, mapping: dict[Value, Value]) -> None:
         """Make every reader of a value in ``mapping`` (nodes and the graph's results) read its

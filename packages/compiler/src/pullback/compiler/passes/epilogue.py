@@ -63,12 +63,7 @@ def matmul_epilogue(graph: Graph) -> Graph:
             v.producer = epilogue
         replaced[id(node)] = None
         replaced[id(readers[0])] = epilogue
-    nodes = []
-    for n in graph.nodes:
-        new = replaced.get(id(n), n)
-        if new is not None:
-            nodes.append(new)
-    graph.nodes = nodes
+    graph.replace_nodes(replaced)
     return graph
 
 

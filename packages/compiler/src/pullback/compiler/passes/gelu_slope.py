@@ -138,5 +138,5 @@ def gelu_slope_in_forward(graph: Graph) -> Graph:
             replaced[id(node)], slope = _with_slope(loop, x)
             for b in backward:
                 replaced[id(b)] = _times_slope(b, x, slope)
-    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes]
+    graph.replace_nodes(replaced)
     return graph

@@ -71,10 +71,5 @@ def layer_norm_backward_add(graph: Graph) -> Graph:
             replaced[id(backward)] = None
             replaced[id(node)] = summed
             break
-    nodes = []
-    for n in graph.nodes:
-        new = replaced.get(id(n), n)
-        if new is not None:
-            nodes.append(new)
-    graph.nodes = nodes
+    graph.replace_nodes(replaced)
     return graph
