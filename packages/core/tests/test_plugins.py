@@ -9,6 +9,8 @@ distributions into a fake site folder and look at a fresh interpreter (see ``con
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import types
 from collections import Counter
 from typing import Any
@@ -340,9 +342,10 @@ REPORT = '''
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as caught:
         import pullback
-    from pullback import plugins
+        from pullback import plugins
+        records = plugins.records()  # the first need: every entry-point plugin loads now
     print(json.dumps({
-        "loaded": {n: [r.distribution, r.version, r.registered] for n, r in plugins.records().items()},
+        "loaded": {n: [r.distribution, r.version, r.registered] for n, r in records.items()},
         "failed": {n: [r.distribution, r.error] for n, r in plugins.failed().items()},
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
         "backends": sorted(pullback.backends.backends()),
@@ -355,7 +358,7 @@ def report(fake_site: Any, env: dict[str, str] | None = None) -> dict[str, Any]:
     return json.loads(fake_site.python(REPORT, env=env).stdout)
 
 
-def test_an_entry_point_plugin_loads_on_import_with_its_distribution(fake_site: Any) -> None:
+def test_an_entry_point_plugin_loads_on_first_need_with_its_distribution(fake_site: Any) -> None:
     fake_site.add_distribution("pullback-toy", {"toy": "toy_plugin"}, {"toy_plugin": TOY_PLUGIN},
                                version="2.3")
     result = fake_site.python('''
@@ -483,8 +486,45 @@ def test_a_thread_asking_for_backends_during_loading_waits_for_all_of_them(
         time.sleep(0.3)''').replace("CALLS = []", "SEEN, THREAD = [], []")
     fake_site.add_distribution("pullback-slow", {"slow": "slow_plugin"}, {"slow_plugin": slow})
     result = fake_site.python('''
-        import pullback, slow_plugin
+        import pullback
+        pullback.plugins.load_plugins()
+        import slow_plugin
         slow_plugin.THREAD[0].join()
         print(sorted(slow_plugin.SEEN))
     ''')
     assert "'toy'" in result.stdout and "'cpu'" in result.stdout
+
+
+# -- start-up cost -------------------------------------------------------------------------------
+
+IMPORTED_BY_IMPORT_PULLBACK = '''
+import json, os, sys
+import pullback
+core = os.path.dirname(pullback.__file__)
+print(json.dumps({
+    "not_core": sorted(name for name, module in sys.modules.items()
+                       if name.startswith("pullback.") and getattr(module, "__file__", None)
+                       and not module.__file__.startswith(core + os.sep)),
+    "heavy": sorted(name for name in ("scipy", "ml_dtypes", "matplotlib") if name in sys.modules),
+    "loaded": pullback.plugins.plugins_loaded(),
+}))
+'''
+
+
+def test_import_pullback_imports_core_alone_and_plugins_load_on_first_need() -> None:
+    # Every installed distribution registers an entry point; `import pullback` must not import
+    # them (nor SciPy, nor ml_dtypes: 0.5 s in version 0.7), which made it take seconds.
+    result = subprocess.run([sys.executable, "-c", IMPORTED_BY_IMPORT_PULLBACK],
+                            capture_output=True, text=True, check=True)
+    imported = json.loads(result.stdout)
+    assert imported == {"not_core": [], "heavy": [], "loaded": False}
+
+
+def test_bfloat16_imports_ml_dtypes_on_first_use() -> None:
+    result = subprocess.run([sys.executable, "-c", (
+        "import sys, pullback as pb\n"
+        "before = 'ml_dtypes' in sys.modules\n"
+        "x = pb.ones(2, dtype=pb.bfloat16) * 0.5\n"
+        "print(before, x.dtype, x.tolist(), pb.finfo(pb.bfloat16).eps)\n")],
+        capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "bfloat16", "[0.5,", "0.5]", "0.0078125"]

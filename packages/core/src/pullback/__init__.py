@@ -54,7 +54,7 @@ from .backends import Backend, Device, devices, is_available, synchronize  # noq
 device = Device  # pullback.device("cuda:0"), as torch.device
 from .dispatch import DispatchMode, apply  # noqa: E402
 from .dtypes import (  # noqa: E402
-    bfloat16, bool_, can_cast, double, float16, float32, float64, get_default_dtype, half, int8,
+    bool_, can_cast, double, float16, float32, float64, get_default_dtype, half, int8,
     int16, int32, int64, long, promote_types, result_type, set_default_dtype, uint8,
 )
 from .errors import (  # noqa: E402
@@ -74,7 +74,7 @@ from ._introspection import (  # noqa: E402
 from ._legacy_tensors import (  # noqa: E402
     BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor,
 )
-from .plugins import load_plugins as _load_plugins  # noqa: E402
+from .plugins import register_builtin as _register_builtin  # noqa: E402
 from ._install_hint import SUBPACKAGES as _SUBPACKAGES  # noqa: E402
 from .errors import MissingPackageError as _MissingPackageError  # noqa: E402
 from ._install_hint import install_missing_subpackage_finder as _install_finder  # noqa: E402
@@ -83,7 +83,7 @@ bool = bool_  # noqa: A001 - pullback.bool, as torch.bool
 float = float32  # noqa: A001
 int = int32  # noqa: A001
 
-_load_plugins()
+_register_builtin()  # the other plugins load on first need (pullback.plugins)
 _install_finder()
 
 # NumPy warns where PyTorch is silent (log(0) is -inf, 0/0 is nan, exp overflows to inf): ignore
@@ -99,6 +99,8 @@ _LAZY_SUBPACKAGES = frozenset({"utils", "onnx", *_SUBPACKAGES})
 
 
 def __getattr__(name: str) -> Any:
+    if name == "bfloat16":  # ml_dtypes is imported on first use (see pullback.dtypes)
+        return dtypes._bfloat16()
     if name in _LAZY_SUBPACKAGES:
         import importlib
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
+from . import dtypes as _dtypes
 from .dtypes import get_default_dtype, to_dtype
 from .tensor import Tensor
 
@@ -51,7 +51,7 @@ class FloatInfo:
 def finfo(type: Any = None) -> FloatInfo:  # noqa: A002 - torch's argument name
     """Machine limits of a floating dtype, the default dtype's when none is given (bfloat16
     included)."""
-    info = ml_dtypes.finfo(to_dtype(type) if type is not None else get_default_dtype())
+    info = _dtypes.finfo(type if type is not None else get_default_dtype())
     return FloatInfo(int(info.bits), float(info.eps), float(info.max), float(info.min),
                      float(info.tiny), float(info.smallest_normal), 10.0 ** -int(info.precision),
                      str(info.dtype))
@@ -59,7 +59,7 @@ def finfo(type: Any = None) -> FloatInfo:  # noqa: A002 - torch's argument name
 
 def iinfo(type: Any) -> Any:  # noqa: A002
     """Limits of an integer dtype (``min``, ``max``, ``bits``)."""
-    return ml_dtypes.iinfo(to_dtype(type))
+    return np.iinfo(to_dtype(type))
 
 
 def get_rng_state() -> dict[str, Any]:

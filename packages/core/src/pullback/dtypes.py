@@ -1,6 +1,9 @@
 """dtypes: pullback uses NumPy dtype objects directly (CuPy shares them), plus bfloat16.
 
-bfloat16 comes from ``ml_dtypes``; where it is not installed, using it raises a clear error.
+bfloat16 comes from ``ml_dtypes``, imported on first use of ``bfloat16`` (ml_dtypes 0.7 takes half
+a second to import, more than the rest of pullback); where it is not installed, using it raises a
+clear error. A bfloat16 array can only exist once ml_dtypes is imported, so the checks below test
+a dtype's name and never need the module.
 """
 
 from __future__ import annotations
@@ -12,13 +15,6 @@ from typing import Any
 import numpy as np
 
 from .errors import DTypeError
-
-try:  # ml_dtypes gives NumPy a bfloat16; without it bfloat16 is unavailable, not wrong.
-    import ml_dtypes as _ml_dtypes
-
-    bfloat16: np.dtype | None = np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - exercised only without ml_dtypes
-    bfloat16 = None
 
 DType = np.dtype
 
@@ -38,8 +34,28 @@ long, int = int64, int32  # noqa: A001
 _NAMES: dict[str, np.dtype | None] = {
     "float16": float16, "half": float16, "float32": float32, "float": float32,
     "float64": float64, "double": float64, "int8": int8, "int16": int16, "int32": int32,
-    "int64": int64, "long": int64, "uint8": uint8, "bool": bool_, "bfloat16": bfloat16,
+    "int64": int64, "long": int64, "uint8": uint8, "bool": bool_,
 }
+
+
+def _bfloat16() -> np.dtype:
+    """ml_dtypes' bfloat16 as a NumPy dtype, importing ml_dtypes the first time."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - exercised only without ml_dtypes
+        raise DTypeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes") from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "bfloat16":  # pullback.dtypes.bfloat16, resolved on first use
+        return _bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_bfloat16(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is ml_dtypes' bfloat16 (without importing ml_dtypes)."""
+    return dtype.kind == "V" and dtype.name == "bfloat16"
 
 
 class _DefaultDType(threading.local):
@@ -69,12 +85,12 @@ def to_dtype(dtype: Any) -> np.dtype:
     if isinstance(dtype, np.dtype):
         return dtype
     if isinstance(dtype, str):
+        if dtype == "bfloat16":
+            return _bfloat16()
         if dtype not in _NAMES:
-            raise DTypeError(f"unknown dtype name '{dtype}' (known: {', '.join(sorted(_NAMES))})")
-        dt = _NAMES[dtype]
-        if dt is None:
-            raise DTypeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes")
-        return dt
+            known = ", ".join(sorted([*_NAMES, "bfloat16"]))
+            raise DTypeError(f"unknown dtype name '{dtype}' (known: {known})")
+        return _NAMES[dtype]
     if dtype is builtins.float:
         return _default.value
     if dtype is builtins.int:
@@ -87,14 +103,16 @@ def to_dtype(dtype: Any) -> np.dtype:
 
 def is_floating(dtype: np.dtype) -> bool:
     """True for float16/32/64 and bfloat16 (the dtypes that can carry gradients)."""
-    return dtype.kind == "f" or (bfloat16 is not None and dtype == bfloat16)
+    return dtype.kind == "f" or is_bfloat16(dtype)
 
 
 def finfo(dtype: Any) -> Any:
     """Machine limits of a floating dtype (``eps``, ``max``, ``tiny``...), bfloat16 included."""
     dt = to_dtype(dtype)
-    if bfloat16 is not None and dt == bfloat16:
-        return _ml_dtypes.finfo(dt)
+    if is_bfloat16(dt):
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dt)
     if not is_floating(dt):
         raise DTypeError(f"finfo: {dt} is not a floating dtype")
     return np.finfo(dt)
@@ -124,7 +142,7 @@ def category(dtype: np.dtype) -> builtins.int:
         return _INTEGRAL
     if kind == "c":
         return _COMPLEX
-    if kind == "f" or (bfloat16 is not None and dtype == bfloat16):
+    if kind == "f" or is_bfloat16(dtype):
         return _FLOATING
     raise DTypeError(f"dtype {dtype} takes no part in type promotion")
 

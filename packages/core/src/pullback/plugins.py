@@ -1,10 +1,13 @@
 """Finding, loading and registering plugins.
 
-Plugins are modules named by entry points in the ``pullback`` group. They load once, on
-``import pullback`` (or on first need): each module is imported, its declared hook API checked,
-and its registration hooks called with ``register`` callbacks that record which distribution
-provided what. A plugin that fails to import or to register is reported with a warning naming
-the distribution and the error, and everything else keeps working.
+Plugins are modules named by entry points in the ``pullback`` group. ``import pullback``
+registers only the built-in plugin, so that it costs no more than core itself: a package's own
+plugin is registered when the package is imported (``import pullback.nn``), and the entry-point
+plugins all load on first need: a device type, op or rule that is not registered yet, the list
+of plugins, passes or exporters. Each module is imported, its declared hook API checked, and its
+registration hooks called with ``register`` callbacks that record which distribution provided
+what. A plugin that fails to import or to register is reported with a warning naming the
+distribution and the error, and everything else keeps working.
 
 Environment variables (read when plugins load):
 
@@ -69,12 +72,14 @@ def plugin_manager() -> pluggy.PluginManager:
 
 
 def records() -> dict[str, PluginRecord]:
-    """Loaded plugins by name."""
+    """Loaded plugins by name (every installed plugin is loaded first)."""
+    load_plugins()
     return dict(_records)
 
 
 def failed() -> dict[str, PluginRecord]:
     """Plugins that failed to load, by name (``error`` says why)."""
+    load_plugins()
     return dict(_failed)
 
 
@@ -271,6 +276,22 @@ def _wanted(name: str, dist: str) -> bool:
     return True
 
 
+def register_builtin() -> None:
+    """Register core's own plugin (the CPU backend and core's ops), once: ``import pullback``."""
+    with _lock:
+        if "pullback" not in _records:
+            from . import _plugin
+
+            register_plugin(_plugin, name="pullback", distribution="pullback",
+                            version=_version("pullback"))
+
+
+def plugins_loaded() -> bool:
+    """Whether every entry-point plugin has been loaded (a cheap check for the look-ups that
+    fall back to :func:`load_plugins` when something is not registered yet)."""
+    return _loaded
+
+
 def load_plugins() -> None:
     """Register the built-in plugin and every entry-point plugin (once; thread-safe)."""
     global _loaded, _loading
@@ -283,10 +304,7 @@ def load_plugins() -> None:
             return
         _loading = True
         try:
-            from . import _plugin
-
-            register_plugin(_plugin, name="pullback", distribution="pullback",
-                            version=_version("pullback"))
+            register_builtin()
             for ep in sorted(metadata.entry_points(group=hookspecs.PROJECT),
                              key=lambda e: e.name):
                 dist = ep.dist.name if ep.dist is not None else ep.name
@@ -316,8 +334,9 @@ def _load_entry_point(ep: Any, dist: str) -> None:
 
 def ensure_registered(module_name: str, name: str, distribution: str) -> None:
     """Make sure a package's own plugin is registered (called by ``pullback.nn`` & co. on
-    import, so they work even with entry-point loading disabled)."""
-    load_plugins()
+    import, so they work even with entry-point loading disabled, and without loading the other
+    plugins)."""
+    register_builtin()
     if name in _records:
         return
     module = importlib.import_module(module_name)

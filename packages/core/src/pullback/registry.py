@@ -119,6 +119,8 @@ class Op:
         try:
             return self.rules[key]
         except KeyError:
+            if _load_plugins_once():  # an installed plugin not loaded yet may provide it
+                return self.rule(key)
             raise RegistryError(f"op '{self.name}' has no '{key}' rule") from None
 
     def kernel_for(self, backend_name: str) -> Callable[..., Any]:
@@ -201,8 +203,21 @@ def get_op(name: str) -> Op:
     try:
         return OPS[name]
     except KeyError:
+        if _load_plugins_once():  # an installed plugin not loaded yet may declare it
+            return get_op(name)
         import difflib
 
         close = difflib.get_close_matches(name, OPS, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise RegistryError(f"no op named '{name}'{hint}") from None
+
+
+def _load_plugins_once() -> bool:
+    """Load every entry-point plugin if that has not happened yet; True when it just did (so
+    that a failed look-up is worth retrying)."""
+    from . import plugins
+
+    if plugins.plugins_loaded():
+        return False
+    plugins.load_plugins()
+    return True

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..dispatch import apply
-from ..dtypes import bfloat16, is_floating
+from ..dtypes import is_bfloat16, is_floating
 from ..errors import ArgumentError, UnsupportedDTypeError
 from ..promotion import COMMON, FLOAT, Promotion
 from ..registry import Op
@@ -31,8 +31,9 @@ def _weak(x: Any, other: Any) -> Any:
     NumPy treats Python numbers as "weak" (NEP 50) for its own dtypes, so ``float16 * 0.5``
     stays float16; ml_dtypes' bfloat16 instead promotes with them to float32 or float64.
     """
-    if x.__class__ in _PYTHON_NUMBERS and getattr(other, "dtype", None) == bfloat16:
-        return other.dtype.type(x)
+    dtype = getattr(other, "dtype", None)
+    if x.__class__ in _PYTHON_NUMBERS and dtype is not None and is_bfloat16(dtype):
+        return dtype.type(x)
     return x
 
 
@@ -41,8 +42,6 @@ def _binary_kernel(name: str) -> Any:
 
     def make(xp: Any) -> Any:
         ufunc = getattr(xp, name)
-        if bfloat16 is None:
-            return ufunc
 
         def kernel(x: Any, y: Any) -> Any:
             # Inlined checks (this runs for every add/mul/...): arrays pass straight through.
