@@ -257,18 +257,21 @@ DEMO_ARGUMENTS = ["--epochs", "2"]
 def demo(session: nox.Session) -> None:
     """The main job: train the char-level GPT on TinyShakespeare (nanoGPT's CPU configuration
     with the warmup-stable-decay schedule: loss curve, CSV log and checkpoints in
-    runs/gpt-demo/), then sample from it. The corpus comes from $PULLBACK_DATA, the user cache,
-    or a checksummed download; extra arguments go to `pullback-gpt train` (e.g. -- --steps 500,
-    or -- --schedule cosine for nanoGPT's own schedule)."""
-    session.log("installing pullback, pullback-nn, pullback-optim and pullback-gpt editable, with "
+    runs/gpt-demo/), then sample from it. The corpus is the copy embedded in pullback-gpt
+    (offline; $PULLBACK_DATA or the user cache override it); extra arguments go to
+    `pullback-gpt train` (e.g. -- --steps 500, or -- --schedule cosine for nanoGPT's own
+    schedule). CI runs it with -- --steps 30."""
+    folders = _with_dependencies("gpt", tests=False)
+    session.log(f"installing {', '.join(PACKAGES[f].name for f in folders)} editable, with "
                 "NumPy, SciPy and matplotlib: a minute or more the first time (pip builds each "
                 "package; nox -r -s demo reuses the environment)")
-    session.install(*_editable(["core", "nn", "optim", "gpt"], extras=""))
-    env = _data_env()
+    session.install(*_editable(folders, extras=""))
+    # A second demo replaces the first one's run (only what train writes), unless it resumes it.
+    overwrite = [] if "--resume" in session.posargs else ["--overwrite"]
     session.run("pullback-gpt", "train", "--config", "nano-cpu", "--schedule", "wsd",
-                "--out", "runs/gpt-demo", *session.posargs, env=env)
+                "--out", "runs/gpt-demo", *overwrite, *session.posargs)
     session.run("pullback-gpt", "sample", "--checkpoint", "runs/gpt-demo", "--prompt", "ROMEO:",
-                "--max-new-tokens", "300", env=env)
+                "--max-new-tokens", "300")
     session.log("pullback-gpt lives in nox's environment; to have it on your PATH, install "
                 "pullback into yours: pip install -r requirements.txt (README, Quick start)")
 

@@ -30,7 +30,7 @@ import numpy as np
 import pullback as pb
 from pullback.gpt import GPT
 from pullback.gpt.config import PRESETS
-from pullback.gpt.data import tinyshakespeare_path
+from pullback.gpt.data import tinyshakespeare
 from pullback.gpt.train import train
 
 from _common import emit
@@ -88,7 +88,7 @@ def memory(layers: list[int], rows: list[dict]) -> None:
 
 
 def training(steps: int, rows: list[dict]) -> None:
-    text = tinyshakespeare_path().read_text(encoding="utf-8")
+    text = tinyshakespeare().text
     cfg = PRESETS[PRESET].with_overrides(steps=steps, warmup=min(100, steps // 10),
                                          eval_interval=max(steps // 5, 1))
     curves = {}

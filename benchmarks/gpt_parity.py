@@ -31,22 +31,13 @@ def main() -> None:
     pb.manual_seed(0)
     model = GPT(CONFIG).to(pb.float64)
     from pullback.gpt import CharDataset, CharTokenizer
-    from pullback.gpt.data import CorpusNotFoundError, tinyshakespeare_path
+    from pullback.gpt.data import tinyshakespeare
 
-    try:
-        text: Path | None = tinyshakespeare_path(download=False)  # $PULLBACK_DATA or the cache
-    except CorpusNotFoundError:
-        text = None
     rng = np.random.default_rng(0)
-    if text is not None:
-        corpus = text.read_text()
-        ids = np.asarray(CharTokenizer.from_text(corpus).encode(corpus), dtype=np.uint16)
-        data = CharDataset(ids)
-        batches = [tuple(t.numpy() for t in data.batch("train", 12, 64, rng))
-                   for _ in range(STEPS)]
-    else:  # a learnable synthetic rule when the corpus is absent
-        inputs = [rng.integers(0, 65, (12, 64)) for _ in range(STEPS)]
-        batches = [(x, (7 * x + 3) % 65) for x in inputs]
+    corpus = tinyshakespeare().text
+    ids = np.asarray(CharTokenizer.from_text(corpus).encode(corpus), dtype=np.uint16)
+    data = CharDataset(ids)
+    batches = [tuple(t.numpy() for t in data.batch("train", 12, 64, rng)) for _ in range(STEPS)]
     result = lockstep(model, batches)
     residuals = [relative(a, b) for a, b in zip(result["loss_pullback"], result["loss_torch"])]
     docs = ROOT / "docs"

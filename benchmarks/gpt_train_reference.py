@@ -24,7 +24,7 @@ import numpy as np
 import pullback as pb
 import pullback.optim as optim
 from _common import emit, torch_or_exit
-from pullback.gpt import GPT, PRESETS, CharDataset, CharTokenizer, tinyshakespeare_path
+from pullback.gpt import GPT, PRESETS, CharDataset, CharTokenizer, tinyshakespeare
 from pullback.gpt.config import SCHEDULES
 from pullback.gpt.train import make_scheduler
 
@@ -52,7 +52,7 @@ def main() -> None:
     if changes.pop("bias", "0") == "1":
         cfg = replace(cfg, model=replace(cfg.model, bias=True))
     cfg = replace(cfg, **{k: json.loads(v) for k, v in changes.items()})  # numbers
-    text = tinyshakespeare_path().read_text()
+    text = tinyshakespeare().text
     tokenizer = CharTokenizer.from_text(text)
     data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
     pb.manual_seed(cfg.seed)  # the same initial weights as `pullback-gpt train --seed`

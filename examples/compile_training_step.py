@@ -8,8 +8,7 @@ how far their losses drift apart, the median time per step of each and the speed
 
     python examples/compile_training_step.py [--steps 300] [--data DIR] [--out DIR] [--smoke]
 
---data is TinyShakespeare's folder or input.txt (default: $PULLBACK_DATA, else
-~/.cache/pullback). Writes metrics.csv (step, both losses, milliseconds) to --out (default
+--data is TinyShakespeare's folder or input.txt (default: the copy embedded in pullback-gpt). Writes metrics.csv (step, both losses, milliseconds) to --out (default
 runs/compile_training_step/). The timings are wall clock on whatever else the machine runs.
 """
 
@@ -24,7 +23,7 @@ import numpy as np
 import pullback as pb
 import pullback.compiler as pc
 import pullback.optim as optim
-from pullback.gpt import GPT, CharDataset, GPTConfig, tinyshakespeare_path
+from pullback.gpt import GPT, CharDataset, GPTConfig, tinyshakespeare
 from pullback.gpt.tokenizer import CharTokenizer
 
 from _example import data_set, example_parser, output_dir
@@ -65,12 +64,12 @@ def train_both(eager, compiled, batches) -> tuple[list[float], list[float], floa
 
 def main(argv: list[str] | None = None) -> None:
     parser = example_parser(__doc__, __file__, data_help="TinyShakespeare's folder or input.txt "
-                            "(default: $PULLBACK_DATA, else ~/.cache/pullback)")
+                            "(default: the copy embedded in pullback-gpt)")
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args(argv)
     out = Path(output_dir(args.out))
     with data_set():
-        text = tinyshakespeare_path(download=False, root=args.data).read_text()
+        text = tinyshakespeare(root=args.data).text
     tokenizer = CharTokenizer.from_text(text)
     data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
     if args.smoke:

@@ -10,7 +10,7 @@ fraction, the new text's validation loss before and after, the loss on the origi
         [--out DIR] [--smoke]
 
 --text is the new text (default: the GPL-3 licence text Debian ships), --data TinyShakespeare's
-folder or input.txt (default: $PULLBACK_DATA or ~/.cache/pullback). --smoke trains a tiny base
+folder or input.txt (default: the copy embedded in pullback-gpt). --smoke trains a tiny base
 model itself (no --checkpoint needed) and fine-tunes it for a few steps. Writes metrics.csv,
 loss.png and adapters.safetensors to --out (default runs/gpt_lora_finetune/). The losses printed
 are estimates from random batches (``pullback-gpt eval --full`` gives a checkpoint's exact one).
@@ -30,7 +30,7 @@ import pullback as pb
 import pullback.nn as nn
 import pullback.optim as optim
 from pullback.errors import CheckpointError
-from pullback.gpt import GPT, PRESETS, CharDataset, load_checkpoint, tinyshakespeare_path
+from pullback.gpt import GPT, PRESETS, CharDataset, load_checkpoint, tinyshakespeare
 from pullback.gpt.train import estimate_label, estimate_loss, plot_metrics, train
 
 from _example import data_set, example_parser, missing_data
@@ -54,7 +54,7 @@ def train_tiny_base(text: str, out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     parser = example_parser(__doc__, __file__, data_help="TinyShakespeare's folder or input.txt "
-                            "(default: $PULLBACK_DATA, else ~/.cache/pullback, else downloaded)")
+                            "(default: the copy embedded in pullback-gpt)")
     parser.add_argument("--checkpoint", default=None, metavar="DIR",
                         help="a run of pullback-gpt train (default: runs/gpt; with --smoke, a "
                              "tiny model trained first)")
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = Path(args.out)
     with data_set():
-        base_text = tinyshakespeare_path(root=args.data).read_text(encoding="utf-8")
+        base_text = tinyshakespeare(root=args.data).text
         new_text = Path(args.text).read_text(encoding="utf-8")
     out.mkdir(parents=True, exist_ok=True)
     eval_iters = 20

@@ -11,8 +11,7 @@ predicted once, in windows of the training length, nats per character, the unit 
 
     python examples/lstm_language_model.py [--steps 2000] [--data DIR] [--out DIR] [--smoke]
 
---data is TinyShakespeare's folder or input.txt (default: $PULLBACK_DATA, else
-~/.cache/pullback). Writes metrics.csv (step, train loss, validation estimate, seconds; the
+--data is TinyShakespeare's folder or input.txt (default: the copy embedded in pullback-gpt). Writes metrics.csv (step, train loss, validation estimate, seconds; the
 whole split's loss in the last row), metrics.png and sample.txt to --out (default
 runs/lstm_language_model/). Times are wall clock, with whatever
 else the machine runs.
@@ -28,7 +27,7 @@ import numpy as np
 import pullback
 import pullback.nn.functional as F
 from pullback import nn, optim
-from pullback.gpt import CharDataset, tinyshakespeare_path
+from pullback.gpt import CharDataset, tinyshakespeare
 from pullback.gpt.tokenizer import CharTokenizer
 
 from _example import data_set, example_parser, output_dir
@@ -87,12 +86,12 @@ def sample(model: CharLSTM, tokenizer: CharTokenizer, prompt: str, length: int,
 
 def main(argv: list[str] | None = None) -> None:
     parser = example_parser(__doc__, __file__, data_help="TinyShakespeare's folder or input.txt "
-                            "(default: $PULLBACK_DATA, else ~/.cache/pullback)")
+                            "(default: the copy embedded in pullback-gpt)")
     parser.add_argument("--steps", type=int, default=2000)
     args = parser.parse_args(argv)
     out = Path(output_dir(args.out))
     with data_set():
-        text = tinyshakespeare_path(download=False, root=args.data).read_text(encoding="utf-8")
+        text = tinyshakespeare(root=args.data).text
     tokenizer = CharTokenizer.from_text(text)
     data = CharDataset(np.asarray(tokenizer.encode(text), dtype=np.uint16))
     if args.smoke:

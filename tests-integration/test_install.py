@@ -12,6 +12,7 @@ build backend, since building without an index needs it in the environment
 from __future__ import annotations
 
 import re
+import tomllib
 import shlex
 import textwrap
 from pathlib import Path
@@ -129,3 +130,41 @@ def test_the_contributors_install_is_editable(
     assert where == [str(ROOT / "packages/core/src/pullback/__init__.py"),
                      str(ROOT / "packages/gpt/src/pullback/gpt/__init__.py")]
     assert venv.run_script("pullback-gpt", "--help").returncode == 0
+
+
+def readme_lean_installs() -> list[list[str]]:
+    """Every ``pip install ./packages/...`` command the README gives, as package folders."""
+    text = " ".join(README.read_text().split())  # inline code may wrap over lines
+    commands = re.findall(r"`pip install ((?:\./packages/[\w-]+ ?)+)`", text)
+    return [command.split() for command in commands]
+
+
+def imported_by(folder: str) -> list[str]:
+    """The import paths a package folder's wheel provides (core's whole ``packages``, the
+    others' ``only-include`` folders)."""
+    pyproject = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())
+    wheel = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]
+    included = wheel.get("only-include", wheel.get("packages"))
+    return [path.removeprefix("src/").replace("/", ".") for path in included]
+
+
+def test_the_readme_gives_the_lean_installs_it_promises() -> None:
+    installs = readme_lean_installs()
+    assert ["./packages/core", "./packages/nn", "./packages/optim"] in installs
+    assert any("./packages/gpt" in folders for folders in installs)
+
+
+@pytest.mark.venv
+@pytest.mark.parametrize("folders", readme_lean_installs(), ids=lambda f: "+".join(
+    Path(folder).name for folder in f))
+def test_each_readme_lean_install_works_alone(
+        folders: list[str], make_venv: Callable[[str], Any], linked_install_needs: Path) -> None:
+    # pip resolves the pullback distributions only among the folders given (no index holds
+    # them): a dependency the command leaves out fails here, as it failed for users.
+    venv = fresh_venv(make_venv, linked_install_needs, "lean")
+    venv.pip("install", *OFFLINE, *folders, cwd=ROOT)
+    modules = [module for folder in folders for module in imported_by(folder)]
+    venv.python_ok("import " + ", ".join(modules))
+    if "./packages/gpt" in folders:
+        ran = venv.run_script("pullback-gpt", "train", "--help")
+        assert ran.returncode == 0, ran.stderr

@@ -23,13 +23,7 @@ def tiny_model() -> GPT:
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    """A small text: the first 20,000 characters of TinyShakespeare when it is on disk, else a
-    generated text with the same flavour of structure."""
+    """A small text: the first 20,000 characters of TinyShakespeare."""
     path = tmp_path / "corpus.txt"
-    if SHAKESPEARE is not None:
-        path.write_text(SHAKESPEARE.read_text()[:20_000])
-    else:
-        lines = [f"LINE {i}: to be or not to be, that is question number {i % 7}.\n"
-                 for i in range(400)]
-        path.write_text("".join(lines))
+    path.write_text(SHAKESPEARE[:20_000])
     return path

@@ -1,4 +1,4 @@
-"""Shared test values for pullback-gpt's tests: a tiny model configuration and corpus path.
+"""Shared test values for pullback-gpt's tests: a tiny model configuration and the corpus.
 
 A uniquely named module (not conftest): test files import from it, and in a combined run of all
 packages every package's conftest is a different module named "conftest".
@@ -6,21 +6,10 @@ packages every package's conftest is a different module named "conftest".
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pullback.gpt import GPTConfig, TrainConfig
-from pullback.gpt.data import CorpusNotFoundError, tinyshakespeare_path
+from pullback.gpt.data import embedded_tinyshakespeare
 
-
-def _local_shakespeare() -> Path | None:
-    """TinyShakespeare where $PULLBACK_DATA (or the user cache) has it; tests never download."""
-    try:
-        return tinyshakespeare_path(download=False)
-    except CorpusNotFoundError:
-        return None
-
-
-SHAKESPEARE = _local_shakespeare()
+SHAKESPEARE = embedded_tinyshakespeare()  # the copy inside pullback-gpt: tests never read elsewhere
 
 TINY = GPTConfig(vocab_size=20, block_size=16, n_layer=2, n_head=2, n_embd=16, dropout=0.0,
                  bias=True)

@@ -1,4 +1,4 @@
-"""Tokenizer, corpus lookup and download, split and batches."""
+"""Tokenizer, corpus lookup (the embedded copy and its overrides), split and batches."""
 
 from __future__ import annotations
 
@@ -45,54 +45,54 @@ def test_windows_cover_the_split_once_without_overlap():
 def test_pullback_data_is_looked_up_first(tmp_path, monkeypatch):
     (tmp_path / "input.txt").write_text("abc")
     monkeypatch.setenv("PULLBACK_DATA", str(tmp_path))
-    assert data_mod.tinyshakespeare_path(download=False) == tmp_path / "input.txt"
+    assert data_mod.tinyshakespeare() == data_mod.Corpus("abc", str(tmp_path / "input.txt"))
     monkeypatch.setenv("PULLBACK_DATA", str(tmp_path / "input.txt"))
-    assert data_mod.tinyshakespeare_path(download=False) == tmp_path / "input.txt"
+    assert data_mod.tinyshakespeare().source == str(tmp_path / "input.txt")
 
 
-def test_offline_error_says_where_to_put_the_file(tmp_path, monkeypatch):
+@pytest.fixture
+def no_local_copy(tmp_path, monkeypatch):
+    """Neither $PULLBACK_DATA nor the user cache holds a copy (the cache is an empty folder)."""
     monkeypatch.delenv("PULLBACK_DATA", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-
-    def offline(*a, **k):
-        raise OSError("network is unreachable")
-
-    monkeypatch.setattr(data_mod.urllib.request, "urlopen", offline)
-    with pytest.raises(data_mod.CorpusNotFoundError, match="PULLBACK_DATA") as err:
-        data_mod.tinyshakespeare_path()
-    assert str(tmp_path / "pullback" / "tinyshakespeare" / "input.txt") in str(err.value)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "pullback" / "tinyshakespeare" / "input.txt"
 
 
-class _FakeResponse:
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def read(self) -> bytes:
-        return self.body
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+def test_the_embedded_corpus_is_the_default_and_has_the_published_checksum(no_local_copy):
+    corpus = data_mod.tinyshakespeare()
+    assert corpus.source == data_mod.EMBEDDED_SOURCE
+    assert hashlib.sha256(corpus.text.encode("utf-8")).hexdigest() == (
+        "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed")
+    assert len(corpus.text) == 1_115_394 and corpus.text.startswith("First Citizen:\n")
 
 
-def test_download_is_checksummed(tmp_path, monkeypatch):
-    monkeypatch.delenv("PULLBACK_DATA", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    body = b"not shakespeare"
-    monkeypatch.setattr(data_mod.urllib.request, "urlopen", lambda *a, **k: _FakeResponse(body))
-    with pytest.raises(data_mod.CorpusNotFoundError, match=hashlib.sha256(body).hexdigest()):
-        data_mod.tinyshakespeare_path()
-    assert not (tmp_path / "pullback" / "tinyshakespeare" / "input.txt").exists()
-    monkeypatch.setattr(data_mod, "TINYSHAKESPEARE_SHA256", hashlib.sha256(body).hexdigest())
-    path = data_mod.tinyshakespeare_path()
-    assert path.read_bytes() == body
+def test_a_copy_in_the_user_cache_overrides_the_embedded_one(no_local_copy):
+    no_local_copy.parent.mkdir(parents=True)
+    no_local_copy.write_text("my own shakespeare")
+    assert data_mod.tinyshakespeare() == data_mod.Corpus("my own shakespeare", str(no_local_copy))
 
 
-def test_the_real_file_has_the_published_checksum():
-    from gpt_support import SHAKESPEARE
+def test_a_named_root_is_the_only_place_looked_at(tmp_path, no_local_copy):
+    with pytest.raises(data_mod.CorpusNotFoundError, match=f"not in {tmp_path / 'empty'}"):
+        data_mod.tinyshakespeare(root=tmp_path / "empty")
+    (tmp_path / "tinyshakespeare").mkdir()
+    (tmp_path / "tinyshakespeare" / "input.txt").write_text("nested")
+    assert data_mod.tinyshakespeare(root=tmp_path).text == "nested"
 
-    if SHAKESPEARE is None:
-        pytest.skip("TinyShakespeare is not on this machine (set PULLBACK_DATA to its folder)")
-    assert hashlib.sha256(SHAKESPEARE.read_bytes()).hexdigest() == data_mod.TINYSHAKESPEARE_SHA256
+
+def test_a_damaged_embedded_corpus_is_refused(no_local_copy, monkeypatch):
+    monkeypatch.setattr(data_mod, "TINYSHAKESPEARE_SHA256", "0" * 64)
+    with pytest.raises(data_mod.CorpusNotFoundError, match="expected 0{64}; reinstall"):
+        data_mod.tinyshakespeare()
+    monkeypatch.setattr(data_mod, "EMBEDDED_CORPUS", "missing.txt.gz")
+    with pytest.raises(data_mod.CorpusNotFoundError, match="cannot be read .*reinstall"):
+        data_mod.tinyshakespeare()
+
+
+def test_a_file_that_is_not_utf8_is_one_error_naming_it(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(data_mod.CorpusNotFoundError, match="latin1.txt is not UTF-8 text"):
+        data_mod.corpus_from_file(path)
+    with pytest.raises(data_mod.CorpusNotFoundError, match="cannot read .*nothing.txt"):
+        data_mod.corpus_from_file(tmp_path / "nothing.txt")

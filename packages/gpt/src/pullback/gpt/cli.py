@@ -23,7 +23,7 @@ from pullback.errors import CheckpointError, PullbackError
 
 from .checkpoint import load_checkpoint, resolve
 from .config import PRESETS, SCHEDULES, TrainConfig
-from .data import CharDataset, CorpusNotFoundError, tinyshakespeare_path
+from .data import CharDataset, CorpusNotFoundError, corpus_from_file, tinyshakespeare
 from .model import GPT
 from .parallel import DataParallelError, launched_rank
 
@@ -34,21 +34,16 @@ DEFAULT_OUT = "runs/gpt"
 RUN_OUTPUTS = ("checkpoints", "metrics.csv", "metrics.csv.tmp", "loss.png")
 
 
-def _read_corpus(path: str | None) -> tuple[str, Path]:
+def _read_corpus(path: str | None) -> tuple[str, str]:
+    """The training text and where it came from: ``--data FILE``, else TinyShakespeare."""
     try:
-        source = Path(path) if path else tinyshakespeare_path()
+        corpus = corpus_from_file(path) if path else tinyshakespeare()
     except CorpusNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        return source.read_text(encoding="utf-8"), source
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{source} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
-                         f"offset {exc.start}); convert it, e.g. iconv -t utf-8") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from None
+    return corpus.text, corpus.source
 
 
-def _check_length(text: str, source: Path, block_size: int) -> None:
+def _check_length(text: str, source: str, block_size: int) -> None:
     """A text must hold one window plus its target in each split (the last 10 % is val)."""
     if not text:
         raise UsageError(f"{source} is empty")
@@ -245,8 +240,9 @@ def _add_train_parser(sub: argparse._SubParsersAction) -> None:
                     "schedule; --schedule wsd reaches a lower loss on nano-cpu (1.84-1.85 "
                     "nats against 1.90, docs/gpt.md) and is what `nox -s demo` runs.")
     t.add_argument("--data", metavar="FILE",
-                   help="a UTF-8 text file to train on (default: TinyShakespeare, from "
-                        "$PULLBACK_DATA or ~/.cache/pullback, else downloaded once)")
+                   help="a UTF-8 text file to train on (default: TinyShakespeare: the copy "
+                        "embedded in pullback-gpt, unless $PULLBACK_DATA or ~/.cache/pullback "
+                        "holds one)")
     t.add_argument("--config", choices=sorted(PRESETS), default=DEFAULT_CONFIG,
                    help=f"model size and recipe (default: {DEFAULT_CONFIG}, nanoGPT's CPU "
                         "configuration: 4 layers, width 128, about 2.5 min on 2 cores)")

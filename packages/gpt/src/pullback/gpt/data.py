@@ -1,10 +1,13 @@
-"""The corpus: finding (or downloading) TinyShakespeare, splitting it, sampling batches."""
+"""The corpus: TinyShakespeare (embedded in the package, or a copy the user names), splitting
+it, sampling batches."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
-import urllib.request
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +16,63 @@ import numpy as np
 import pullback as pb
 from pullback import Tensor
 
-TINYSHAKESPEARE_URL = (
-    "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-)
 TINYSHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+# Karpathy's char-rnn copy (public domain text), shipped gzip-compressed as package data so that
+# the main job runs offline; the SHA-256 is of the decompressed text.
+EMBEDDED_CORPUS = "tinyshakespeare.txt.gz"
+EMBEDDED_SOURCE = "TinyShakespeare (embedded in pullback-gpt)"
 
 
 class CorpusNotFoundError(FileNotFoundError):
-    """TinyShakespeare is neither on disk nor downloadable."""
+    """The corpus the user named is not there, or the embedded one is damaged."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A training text and where it came from (a path, or :data:`EMBEDDED_SOURCE`)."""
+
+    text: str
+    source: str
+
+
+def tinyshakespeare(root: str | Path | None = None) -> Corpus:
+    """TinyShakespeare's text.
+
+    Read from ``root`` alone when it is given (a folder holding ``input.txt`` or
+    ``tinyshakespeare/input.txt``, or the file itself); else from ``$PULLBACK_DATA`` (the same
+    forms), then the user cache (``~/.cache/pullback/tinyshakespeare/input.txt``), where a copy
+    is used as it is; else the copy embedded in pullback-gpt, checked against its SHA-256.
+    Nothing is downloaded.
+    """
+    if root is not None:
+        path = _first_file(_candidates(Path(root)))
+        if path is None:
+            raise CorpusNotFoundError(f"TinyShakespeare's input.txt is not in {root}")
+        return corpus_from_file(path)
+    candidates: list[Path] = []
+    env = os.environ.get("PULLBACK_DATA")
+    if env:
+        candidates += _candidates(Path(env))
+    candidates.append(_cache_dir() / "tinyshakespeare" / "input.txt")
+    path = _first_file(candidates)
+    if path is not None:
+        return corpus_from_file(path)
+    return Corpus(embedded_tinyshakespeare(), EMBEDDED_SOURCE)
+
+
+def embedded_tinyshakespeare() -> str:
+    """The copy of TinyShakespeare shipped inside pullback-gpt, verified by its SHA-256."""
+    try:
+        compressed = resources.files(__package__).joinpath(EMBEDDED_CORPUS).read_bytes()
+        raw = gzip.decompress(compressed)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise CorpusNotFoundError(f"pullback-gpt's embedded corpus {EMBEDDED_CORPUS} cannot be "
+                                  f"read ({exc}); reinstall pullback-gpt") from None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != TINYSHAKESPEARE_SHA256:
+        raise CorpusNotFoundError(f"pullback-gpt's embedded corpus has SHA-256 {digest}, expected "
+                                  f"{TINYSHAKESPEARE_SHA256}; reinstall pullback-gpt")
+    return raw.decode("utf-8")
 
 
 def _cache_dir() -> Path:
@@ -28,64 +80,26 @@ def _cache_dir() -> Path:
     return Path(base) / "pullback"
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def tinyshakespeare_path(download: bool = True, root: str | Path | None = None) -> Path:
-    """The path of TinyShakespeare's ``input.txt``.
-
-    Looked up in ``root`` alone when it is given (a folder holding ``input.txt`` or
-    ``tinyshakespeare/input.txt``, or the file itself); else in ``$PULLBACK_DATA`` (the same
-    forms), then in the user cache (``~/.cache/pullback/tinyshakespeare/input.txt``), then
-    downloaded there from its canonical location with a SHA-256 check. Offline, the error says
-    where to put the file.
-    """
-    if root is not None:
-        for path in _candidates(Path(root)):
-            if path.is_file():
-                return path
-        raise CorpusNotFoundError(f"TinyShakespeare's input.txt is not in {root} (download it "
-                                  f"from {TINYSHAKESPEARE_URL})")
-    candidates: list[Path] = []
-    env = os.environ.get("PULLBACK_DATA")
-    if env:
-        candidates += _candidates(Path(env))
-    cached = _cache_dir() / "tinyshakespeare" / "input.txt"
-    candidates.append(cached)
-    for path in candidates:
-        if path.is_file():
-            return path
-    if not download:
-        raise CorpusNotFoundError(_where_to_put(cached))
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(".part")
-    try:
-        with urllib.request.urlopen(TINYSHAKESPEARE_URL, timeout=30) as response:
-            tmp.write_bytes(response.read())
-    except OSError as exc:
-        raise CorpusNotFoundError(f"could not download TinyShakespeare ({exc}). "
-                                  + _where_to_put(cached)) from None
-    digest = _sha256(tmp)
-    if digest != TINYSHAKESPEARE_SHA256:
-        tmp.unlink()
-        raise CorpusNotFoundError(
-            f"downloaded TinyShakespeare has SHA-256 {digest}, expected {TINYSHAKESPEARE_SHA256}"
-        )
-    os.replace(tmp, cached)
-    return cached
-
-
 def _candidates(root: Path) -> list[Path]:
     return [root, root / "input.txt", root / "tinyshakespeare" / "input.txt"]
 
 
-def _where_to_put(cached: Path) -> str:
-    return (
-        "TinyShakespeare not found. Put input.txt (from "
-        f"{TINYSHAKESPEARE_URL}) at {cached}, or set PULLBACK_DATA to the folder holding it, "
-        "or pass --data PATH."
-    )
+def _first_file(paths: list[Path]) -> Path | None:
+    return next((path for path in paths if path.is_file()), None)
+
+
+def corpus_from_file(path: str | Path) -> Corpus:
+    """A UTF-8 text file as a corpus; a missing, unreadable or non-UTF-8 file is a one-line
+    :class:`CorpusNotFoundError`."""
+    path = Path(path)
+    try:
+        return Corpus(path.read_text(encoding="utf-8"), str(path))
+    except UnicodeDecodeError as exc:
+        raise CorpusNotFoundError(
+            f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+            f"{exc.start}); convert it, e.g. iconv -t utf-8") from None
+    except OSError as exc:
+        raise CorpusNotFoundError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 class CharDataset:
