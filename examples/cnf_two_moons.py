@@ -30,7 +30,7 @@ import pullback as pb
 from pullback import nn, optim
 from pullback.sutra import odeint, odeint_adjoint
 
-from _example import example_parser, missing_data, output_dir
+from _example import example_parser, output_dir, require
 from _nn_example import write_csv
 
 LOG_2PI = math.log(2 * math.pi)
@@ -83,11 +83,8 @@ def log_density(flow: CNF, x: pb.Tensor, solve=odeint, **kwargs) -> pb.Tensor:
 
 
 def moons(n: int, rng: np.random.Generator) -> np.ndarray:
-    try:
-        from sklearn.datasets import make_moons
-    except ImportError:
-        missing_data("scikit-learn generates the two moons: pip install scikit-learn")
-    x, _ = make_moons(n, noise=0.05, random_state=int(rng.integers(2 ** 31)))
+    datasets = require("sklearn.datasets", "scikit-learn", "generating the two moons")
+    x, _ = datasets.make_moons(n, noise=0.05, random_state=int(rng.integers(2 ** 31)))
     return ((x - [0.5, 0.25]) / [0.87, 0.5]).astype(np.float32)  # about zero mean, unit scale
 
 

@@ -8,7 +8,8 @@ how far their losses drift apart, the median time per step of each and the speed
 
     python examples/compile_training_step.py [--steps 300] [--data DIR] [--out DIR] [--smoke]
 
---data is TinyShakespeare's folder or input.txt (default: the copy embedded in pullback-gpt). Writes metrics.csv (step, both losses, milliseconds) to --out (default
+--data is TinyShakespeare's folder or input.txt (default: the copy embedded in
+pullback-gpt). Writes metrics.csv (step, both losses, milliseconds) to --out (default
 runs/compile_training_step/). The timings are wall clock on whatever else the machine runs.
 """
 

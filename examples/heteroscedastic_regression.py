@@ -21,16 +21,14 @@ import time
 import numpy as np
 
 import pullback
-from _example import example_parser, output_dir
+from _example import example_parser, output_dir, require
 
 from pullback import nn, optim, pramana
 
 
 def load(seed: int) -> tuple[np.ndarray, ...]:
     """BMI and target, standardized with the training split's statistics; 80/20 split."""
-    from sklearn.datasets import load_diabetes
-
-    data = load_diabetes()
+    data = require("sklearn.datasets", "scikit-learn", "the diabetes data set").load_diabetes()
     x, y = data.data[:, 2:3], data.target[:, None]
     order = np.random.default_rng(seed).permutation(len(x))
     train, test = order[: int(0.8 * len(x))], order[int(0.8 * len(x)):]

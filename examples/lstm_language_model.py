@@ -11,7 +11,8 @@ predicted once, in windows of the training length, nats per character, the unit 
 
     python examples/lstm_language_model.py [--steps 2000] [--data DIR] [--out DIR] [--smoke]
 
---data is TinyShakespeare's folder or input.txt (default: the copy embedded in pullback-gpt). Writes metrics.csv (step, train loss, validation estimate, seconds; the
+--data is TinyShakespeare's folder or input.txt (default: the copy embedded in
+pullback-gpt). Writes metrics.csv (step, train loss, validation estimate, seconds; the
 whole split's loss in the last row), metrics.png and sample.txt to --out (default
 runs/lstm_language_model/). Times are wall clock, with whatever
 else the machine runs.

@@ -10,14 +10,19 @@ must be far above chance (10 %) on the 10,000 test images."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import subprocess
+import sys
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Callable
 
 import pytest
 from example_runs import EXAMPLES, MISSING_DATA, SmokeRun, run_example
+from packaging.requirements import Requirement
 
 SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -74,6 +79,64 @@ def test_a_missing_data_set_is_one_line_not_a_traceback(script: Path, tmp_path: 
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert lines[0].startswith(f"{script.name}: ") and str(nowhere) in lines[0]
+
+
+def third_party_imports(script: Path) -> set[str]:
+    """The top-level names of the modules ``script`` imports (or asks ``_example.require`` for)
+    that are neither the standard library, NumPy, pullback, nor the examples' own helpers."""
+    names = set()
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "require":
+            names.add(node.args[0].value.split(".")[0])  # _example.require("sklearn...")
+    return {n for n in names if n not in sys.stdlib_module_names and not n.startswith("_")
+            and n not in ("numpy", "pullback")}
+
+
+OPTIONAL = sorted((name, script) for script in SCRIPTS for name in third_party_imports(script))
+DISTRIBUTION = {"sklearn": "scikit-learn"}  # import name -> the name pip installs
+
+
+def test_the_readme_install_brings_every_package_an_example_imports() -> None:
+    root = EXAMPLES.parent
+    lines = [line.split("#")[0].strip() for line in (root / "requirements.txt").read_text()
+             .splitlines()]
+    brought = {canonical(line) for line in lines if line and not line.startswith("./")}
+    for folder in (line for line in lines if line.startswith("./")):
+        project = tomllib.loads((root / folder / "pyproject.toml").read_text())["project"]
+        brought |= {canonical(Requirement(r).name) for r in project.get("dependencies", [])}
+    needed = {canonical(DISTRIBUTION.get(name, name)) for name, _ in OPTIONAL}
+    assert needed and needed <= brought, f"requirements.txt lacks {needed - brought}"
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", Requirement(name).name).lower()
+
+
+# An example run with an optional package hidden, as if it were not installed.
+HIDDEN = """
+import runpy, sys
+sys.modules[sys.argv[1]] = None  # import raises ModuleNotFoundError
+script = sys.argv[2]
+sys.path.insert(0, str(__import__("pathlib").Path(script).parent))
+sys.argv = [script, *sys.argv[3:]]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("name, script", [(n, s) for n, s in OPTIONAL
+                                          if f'require("{n}' in s.read_text()],
+                         ids=lambda v: getattr(v, "stem", v))
+def test_an_example_without_its_optional_package_says_so_in_one_line(
+        name: str, script: Path, tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", HIDDEN, name, str(script), "--smoke", "--out",
+                             str(tmp_path)], capture_output=True, text=True, timeout=600)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == MISSING_DATA and len(lines) == 1, result.stderr
+    assert f"pip install {DISTRIBUTION.get(name, name)}" in lines[0]
 
 
 def test_the_fashion_mnist_mlp_learns(tmp_path: Path) -> None:

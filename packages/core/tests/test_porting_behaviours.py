@@ -347,3 +347,25 @@ def test_rng_state_round_trip_as_torch() -> None:
         first = lib.rand(4).tolist()
         lib.set_rng_state(state)
         assert lib.rand(4).tolist() == first
+
+
+LEGACY_TENSOR_CALLS = ["()", "(3, 4)", "(5,)", "([1, 2])", "([[1, 2], [3, 4]])",
+                       "(np.array([1, 2]))", "(np.array([1.5, 2.0]))", "(M.Size([2, 3]))",
+                       "(M.tensor([1, 2]))", "(M.tensor([1.0, 2.0], dtype=M.float64))"]
+
+
+@pytest.mark.parametrize("call", LEGACY_TENSOR_CALLS)
+def test_the_tensor_class_as_a_constructor_matches_torch(call: str) -> None:
+    ours = eval(f"M.Tensor{call}", {"M": pb, "np": np})
+    theirs = eval(f"M.Tensor{call}", {"M": torch, "np": np})
+    assert ours.shape == tuple(theirs.shape)
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    if call not in ("(3, 4)", "(5,)", "(M.Size([2, 3]))"):  # torch leaves those uninitialized
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_the_tensor_class_refuses_a_bare_number_as_torch_does() -> None:
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        pb.Tensor(3.5)
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        torch.Tensor(3.5)

@@ -198,3 +198,15 @@ def test_train_help_gives_every_option_a_help_line_with_its_default(
     text = " ".join(train_parser.format_help().split())
     assert "default: nano-cpu" in text and "default: runs/gpt" in text
     assert "nano-cpu 2000" in text and "nano-cpu 100" in text and "default: cosine" in text
+
+
+@pytest.mark.parametrize("argv, hint", [(["trian"], "did you mean train?"),
+                                        (["train", "--schdule", "wsd"], "did you mean --schedule?"),
+                                        (["sample", "--checkpoint", "x", "--top_k", "3"],
+                                         "did you mean --top-k?")])
+def test_a_typo_on_the_command_line_gets_did_you_mean(argv: list[str], hint: str,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"({hint})")

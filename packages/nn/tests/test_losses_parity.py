@@ -11,7 +11,7 @@ import pytest
 
 import pullback
 from pullback import nn
-from pullback.errors import IndexOutOfRangeError, ShapeError
+from pullback.errors import DTypeError, IndexOutOfRangeError, ShapeError
 
 from nn_parity import LossCase, check_loss
 
@@ -175,6 +175,18 @@ def test_cross_entropy_bad_target_names_the_class_count():
         nn.functional.cross_entropy(pullback.randn(2, 5), pullback.tensor([1, 7]))
     with pytest.raises(ShapeError, match=r"needs a target of shape \(2,\)"):
         nn.functional.cross_entropy(pullback.randn(2, 5), pullback.tensor([1, 2, 3]))
+
+
+@pytest.mark.parametrize("logits_shape, target", [((4, 3), [0.0, 1.0, 2.0, 1.0]), ((3,), 1.0),
+                                                   ((2, 3, 5), [[0.0] * 5, [1.0] * 5])])
+def test_cross_entropy_with_float_class_indices_says_the_dtype_is_wrong(logits_shape, target):
+    logits = pullback.randn(*logits_shape)
+    with pytest.raises(DTypeError, match="holds class indices, which must be integers") as info:
+        nn.functional.cross_entropy(logits, pullback.tensor(target))
+    assert f"got float32; class probabilities would have the input's shape {logits_shape}" in str(
+        info.value)
+    with pytest.raises(RuntimeError, match="target dtype"):  # PyTorch refuses them too
+        torch.nn.functional.cross_entropy(torch.randn(*logits_shape), torch.tensor(target))
 
 
 def test_loss_shape_and_option_errors():

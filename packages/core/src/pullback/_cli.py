@@ -17,7 +17,7 @@ from typing import Any
 
 from . import __version__, hookspecs, plugins
 from .backends import backends
-from .cli import add_debug_option, run_command
+from .cli import ArgumentParser, add_debug_option, run_command
 
 # The order in which a plugin's registrations are listed.
 _KINDS = ("backends", "ops", "kernels", "rules", "graph_passes", "exporters")
@@ -117,7 +117,7 @@ def _backend_text(info: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pullback`` console script and of ``python -m pullback``."""
-    parser = argparse.ArgumentParser(prog="pullback", description="pullback's command line.")
+    parser = ArgumentParser(prog="pullback", description="pullback's command line.")
     parser.add_argument("--version", action="version", version=f"pullback {__version__}")
     add_debug_option(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -15,22 +15,36 @@ import numpy as np
 from .tensor import Tensor
 
 
+def legacy_tensor(name: str, args: tuple[Any, ...], dtype: Any, device: Any = None) -> Tensor:
+    """PyTorch's legacy constructor rules (``torch.Tensor``, ``torch.FloatTensor``...):
+    ``name(*sizes)`` (ints, or one ``Size``) is an uninitialized tensor of that shape (here
+    zero-filled), ``name()`` an empty one, ``name(data)`` converts a sequence or array to
+    ``dtype``; a bare number is refused, as PyTorch does."""
+    from ._introspection import Size
+    from .creation import tensor, zeros
+
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    if not args:
+        return zeros(0, dtype=dtype, device=device)
+    if all(a.__class__ is builtins.int for a in args):
+        return zeros(*args, dtype=dtype, device=device)
+    if len(args) > 1:
+        raise TypeError(f"{name}(): pass either one sequence of values or ints (a shape), got "
+                        f"{', '.join(type(a).__name__ for a in args)}")
+    if isinstance(args[0], (builtins.float, builtins.bool, complex)):
+        raise TypeError(f"{name}(): data must be a sequence (got {type(args[0]).__name__}); "
+                        f"pullback.tensor({args[0]!r}) makes a 0-d tensor")
+    return tensor(args[0], dtype=dtype, device=device)
+
+
 class _LegacyTensorType(type):
     dtype: np.dtype[Any]
 
     def __call__(cls, *args: Any) -> Tensor:
         """``Cls(data)`` converts ``data``; ``Cls(*sizes)`` is an uninitialized tensor of that
         shape (here zero-filled); ``Cls()`` is empty."""
-        from .creation import tensor, zeros
-
-        if not args:
-            return zeros(0, dtype=cls.dtype)
-        if all(a.__class__ is builtins.int for a in args):
-            return zeros(*args, dtype=cls.dtype)
-        if len(args) > 1:
-            raise TypeError(f"{cls.__name__}(): pass either one sequence of values or ints "
-                            f"(a shape), got {', '.join(type(a).__name__ for a in args)}")
-        return tensor(args[0], dtype=cls.dtype)
+        return legacy_tensor(cls.__name__, args, cls.dtype)
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, Tensor) and obj.device.type == "cpu" and obj.dtype == cls.dtype

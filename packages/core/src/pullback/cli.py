@@ -11,7 +11,7 @@ ends the program quietly, as it ends Unix tools.
 Example::
 
     def main(argv=None) -> int:
-        parser = argparse.ArgumentParser(prog="mytool")
+        parser = ArgumentParser(prog="mytool")
         add_debug_option(parser)
         args = parser.parse_args(argv)
         return run_command(lambda: work(args), "mytool", args.debug)
@@ -20,9 +20,11 @@ Example::
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
-from typing import Callable
+from typing import Callable, NoReturn
 
 from .errors import PullbackError
 
@@ -32,6 +34,42 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a Unix tool killed by a closed pipe reports
 
 DEBUG_VARIABLE = "PULLBACK_DEBUG"
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, whose errors end with "did you mean" for a mistyped option, subcommand
+    or choice (what Python 3.14's ``suggest_on_error`` does, on every Python pullback supports).
+
+    Subcommands made with ``add_subparsers()`` are of this class too, and an option unknown to
+    the subcommand that ran is matched against every option of the program.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        super().error(message + suggestion(message, self))
+
+
+def suggestion(message: str, parser: argparse.ArgumentParser) -> str:
+    """" (did you mean ...?)" for argparse's ``message`` about ``parser``'s command line, or ""."""
+    choice = re.search(r"invalid choice: '?([^' ]+)'? \(choose from (.*)\)", message)
+    if choice:
+        wanted, options = choice[1], [c.strip(" '") for c in choice[2].split(",")]
+    else:
+        unknown = re.search(r"unrecognized arguments: (.*)", message)
+        words = unknown[1].split() if unknown else []
+        wanted = next((w.split("=")[0] for w in words if w.startswith("-")), "")
+        options = sorted(_option_strings(parser))
+    close = difflib.get_close_matches(wanted, options, n=1, cutoff=0.6) if wanted else []
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of ``parser`` and of its subcommands, recursively."""
+    found = {o for o in parser._option_string_actions if o.startswith("--")}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _option_strings(sub)
+    return found
 
 
 class UsageError(PullbackError, ValueError):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from .dtypes import is_floating, to_dtype
+from .dtypes import get_default_dtype, is_floating, to_dtype
 from .errors import AutogradError, DTypeError
 
 if TYPE_CHECKING:
@@ -63,12 +63,20 @@ class Tensor:
     _base: Tensor | None
     _hooks: list[Callable[[Tensor], Tensor | None]] | None
 
-    def __init__(self, data: Any, dtype: Any = None, device: Any = None,
+    def __init__(self, *data: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
-        from .creation import _array_from
+        """PyTorch's legacy constructor: ``Tensor(3, 4)`` is a zero-filled tensor of shape
+        (3, 4) (PyTorch leaves its memory uninitialized), ``Tensor([1, 2])`` converts its data
+        to the default float dtype (float32) unless ``dtype`` is given, ``Tensor()`` is empty;
+        ``Tensor(tensor)`` keeps the tensor's dtype. :func:`pullback.tensor` infers the dtype
+        from the data instead."""
+        from ._legacy_tensors import legacy_tensor
 
-        arr, dev = _array_from(data, dtype, device)
-        self._init_leaf(arr, dev, requires_grad)
+        if dtype is None:
+            only = data[0] if len(data) == 1 else None
+            dtype = only.dtype if isinstance(only, Tensor) else get_default_dtype()
+        made = legacy_tensor("Tensor", data, dtype, device)
+        self._init_leaf(made.array, made.device, requires_grad)
 
     def _init_leaf(self, data: Any, device: Device, requires_grad: bool) -> None:
         """Fill the slots of a new leaf around the backend array ``data`` (for ``__init__`` of

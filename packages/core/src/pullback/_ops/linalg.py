@@ -81,17 +81,37 @@ SWAPAXES.def_grad(lambda F, g, out, x, a, b: (F.swapaxes(g, a=a, b=b),))
 
 def matmul(x: Any, y: Any) -> Any:
     """Matrix product with NumPy's rules: batching, broadcasting, 1-D vectors."""
-    if x.ndim == 0 or y.ndim == 0:
-        raise ShapeError(f"matmul: both operands need at least 1 dim, got {tuple(x.shape)} and "
-                         f"{tuple(y.shape)}")
+    return product(x, y, "matmul")
+
+
+def product(x: Any, y: Any, name: str) -> Any:
+    """``x @ y`` for the public function ``name`` (matmul, mm, bmm, mv), whose name a shape
+    error gives."""
+    check_product_shapes(tuple(x.shape), tuple(y.shape), name)
     return apply(MATMUL, x, y)
+
+
+def check_product_shapes(a: tuple[int, ...], b: tuple[int, ...], name: str) -> None:
+    """One :class:`ShapeError` naming the op and both shapes for operands that cannot be
+    multiplied (NumPy's own error names a gufunc signature instead)."""
+    if not a or not b:
+        raise ShapeError(f"{name}: both operands need at least 1 dim, got {a} and {b}")
+    inner_a, inner_b = a[-1], b[0] if len(b) == 1 else b[-2]
+    if inner_a != inner_b:
+        second = "the vector's length" if len(b) == 1 else "the second's second-to-last dim"
+        raise ShapeError(f"{name}: shapes {a} and {b} cannot be multiplied: the first's last dim "
+                         f"({inner_a}) must equal {second} ({inner_b})")
+    for da, db in zip(reversed(a[:-2]), reversed(b[:-2])):
+        if da != db and da != 1 and db != 1:
+            raise ShapeError(f"{name}: shapes {a} and {b} cannot be multiplied: their batch dims "
+                             f"{a[:-2]} and {b[:-2]} do not broadcast")
 
 
 def dot(x: Any, y: Any) -> Any:
     """Inner product of two 1-D tensors."""
     if x.ndim != 1 or y.ndim != 1:
         raise ShapeError(f"dot: expected two 1-D tensors, got {tuple(x.shape)} and {tuple(y.shape)}")
-    return apply(MATMUL, x, y)
+    return product(x, y, "dot")
 
 
 def outer(x: Any, y: Any) -> Any:

@@ -27,28 +27,28 @@ def _need_ndim(name: str, x: Any, y: Any, nx: int, ny: int) -> None:
 
 def mm(x: Any, y: Any) -> Any:
     """Product of two matrices, ``(n, m) @ (m, p)``."""
-    from .linalg import matmul
+    from .linalg import product
 
     _need_ndim("mm", x, y, 2, 2)
-    return matmul(x, y)
+    return product(x, y, "mm")
 
 
 def bmm(x: Any, y: Any) -> Any:
     """Batched product ``(b, n, m) @ (b, m, p)`` (no broadcasting of the batch, as PyTorch)."""
-    from .linalg import matmul
+    from .linalg import product
 
     _need_ndim("bmm", x, y, 3, 3)
     if x.shape[0] != y.shape[0]:
         raise ShapeError(f"bmm: batch sizes differ, got {_shapes(x, y)}")
-    return matmul(x, y)
+    return product(x, y, "bmm")
 
 
 def mv(x: Any, v: Any) -> Any:
     """Matrix-vector product ``(n, m) @ (m,)``."""
-    from .linalg import matmul
+    from .linalg import product
 
     _need_ndim("mv", x, v, 2, 1)
-    return matmul(x, v)
+    return product(x, v, "mv")
 
 
 def _scaled_sum(input: Any, product: Any, beta: float, alpha: float) -> Any:  # noqa: A002

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 import pullback as pb
-from pullback.cli import UsageError, add_debug_option, run_command
+from pullback.cli import ArgumentParser, UsageError, add_debug_option, run_command
 from pullback.errors import CheckpointError, PullbackError
 
 from .checkpoint import load_checkpoint, resolve
@@ -300,8 +300,7 @@ def _checkpoint_command(sub: argparse._SubParsersAction, name: str, description:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG,
-                                     description="A character-level GPT trained on pullback.")
+    parser = ArgumentParser(prog=PROG, description="A character-level GPT trained on pullback.")
     add_debug_option(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_train_parser(sub)

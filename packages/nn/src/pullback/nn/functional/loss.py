@@ -199,6 +199,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"{where}: label_smoothing must be in [0, 1], got {label_smoothing}")
     soft = target.dtype.kind in "fV"
+    index_shape = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.ndim > 1 else ()
+    if soft and tuple(target.shape) == index_shape:
+        raise DTypeError(
+            f"{where}: target of shape {tuple(target.shape)} holds class indices, which must be "
+            f"integers (int64), got {target.dtype}; class probabilities would have the input's "
+            f"shape {tuple(input.shape)}")
     if input.ndim == 1:
         loss = cross_entropy(*_unbatched(input, target, soft), weight, None, ignore_index, None,
                              reduction, label_smoothing)
