@@ -210,12 +210,23 @@ def linked_install_needs(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    .get("dependencies", [])} - ours
     # requirements-dev.txt pulls in this folder's requirements.txt, which pip resolves even
     # under --no-deps (scikit-learn for the examples, ...)
-    integration = {Requirement(line.split("#")[0]).name
-                   for line in (Path(__file__).parent / "requirements.txt").read_text().splitlines()
-                   if line.split("#")[0].strip()}
+    integration = {Requirement(line).name for line in requirement_lines(
+        Path(__file__).parent / "requirements.txt")}
     folder = tmp_path_factory.mktemp("linked-install-needs")
     link_installed(sorted({"hatchling", "editables", *third_party, *integration}), folder)
     return folder
+
+
+def requirement_lines(path: Path) -> list[str]:
+    """The requirements a pip requirements file lists, following its ``-r`` includes."""
+    lines = []
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("-r "):
+            lines += requirement_lines(path.parent / line[3:].strip())
+        elif line:
+            lines.append(line)
+    return lines
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ contribute subpackages (``pullback.nn``, ``pullback.optim``, ...).
 """
 
 # Other distributions contribute pullback.<name> subpackages without a pullback/__init__.py of
-# their own: extend the package path over every "pullback" folder on sys.path (pkgutil style).
+# their own: extend the package path over every "pullback" folder on sys.path (pkgutil style, in
+# the exact form tools recognize without running it: the docs' API collector reads it so).
 import warnings as _warnings
-from pkgutil import extend_path
 from typing import Any
 
-__path__ = extend_path(__path__, __name__)
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 from .__about__ import __version__  # noqa: E402
 from . import autograd, dtypes  # noqa: E402
