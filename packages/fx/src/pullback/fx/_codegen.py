@@ -100,7 +100,7 @@ def _wrap_calls(graph: Graph, names: _Globals) -> str:
     the GraphModule again keeps them as calls (as torch.fx's code does)."""
     from ._symbolic_trace import is_wrapped
 
-    wrapped = dict.fromkeys(names.name_of(n.target) for n in graph.nodes
+    wrapped = dict.fromkeys(_callable(n.target, names) for n in graph.nodes
                             if n.op == "call_function" and is_wrapped(n.target))
     return "".join(f'pullback.fx.wrap("{name}")\n' for name in wrapped) + \
         ("\n" if wrapped else "")

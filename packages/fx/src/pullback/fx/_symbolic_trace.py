@@ -24,7 +24,7 @@ from . import _interception
 from ._names import public_functions
 from .graph import Graph
 from .node import Argument, has_side_effect
-from .proxy import TracerBase
+from .proxy import ParameterProxy, Proxy, TracerBase
 
 __all__ = ["Tracer", "symbolic_trace", "wrap"]
 
@@ -58,7 +58,8 @@ def wrap(fn_or_name: str | Callable[..., Any]) -> str | Callable[..., Any]:
 
 def is_wrapped(fn: Any) -> bool:
     """Whether ``fn`` is a function that :func:`wrap` named."""
-    return any(table.get(name) is fn for (_, name), table in _wrapped.items())
+    return any(table.get(name, getattr(builtins, name, None)) is fn
+               for (_, name), table in _wrapped.items())
 
 
 @has_side_effect
@@ -103,8 +104,9 @@ class Tracer(TracerBase):
         autowrap_modules: modules whose functions, imported by name into the traced code's
             module, are recorded as calls (``math`` by default: ``from math import sqrt``).
         autowrap_functions: more functions recorded that way.
-        param_shapes_constant: accepted for torch's signature; parameters' shapes are always
-            read from the real parameters here.
+        param_shapes_constant: parameters and buffers read in ``forward`` give Proxies whose
+            ``shape``, ``size()``, ``dim()`` and ``numel()`` are the real values (Python may
+            branch on them); by default those are recorded too.
     """
 
     def __init__(self, autowrap_modules: tuple[ModuleType, ...] = (math,),
@@ -147,6 +149,24 @@ class Tracer(TracerBase):
         if not self.is_leaf_module(m, path):
             return forward(*args, **kwargs)
         return self.create_proxy("call_module", path, args, kwargs)
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        """What reading ``module.<attr>`` gives while tracing (``attr_val`` is the real value):
+        for a parameter or buffer of the root, the Proxy of a ``get_attr`` node (one per path
+        and trace), so that what forward computes from it stays in the graph; anything else
+        as it is."""
+        if not isinstance(attr_val, Tensor):
+            return attr_val
+        path = self.tensor_attrs.get(id(attr_val))
+        if path is None:
+            return attr_val
+        proxy = parameter_proxy_cache.get(path)
+        if proxy is None:
+            factory = (lambda node: ParameterProxy(self, node, path, attr_val)) \
+                if self.param_shapes_constant else None
+            proxy = self.create_proxy("get_attr", path, (), {}, proxy_factory_fn=factory)
+            parameter_proxy_cache[path] = proxy
+        return proxy
 
     def create_arg(self, a: Any) -> Argument:
         """As :meth:`TracerBase.create_arg`, plus: a parameter, buffer or tensor attribute of
@@ -263,6 +283,13 @@ class Tracer(TracerBase):
             return tracer.call_module(mod, forward, args, kwargs)
 
         patcher.patch_attribute(Module, "__call__", module_call)
+        original_getattr = Module.__getattr__
+        parameter_proxies: dict[str, Proxy] = {}
+
+        def module_getattr(mod: Module, attr: str) -> Any:
+            return tracer.getattr(attr, original_getattr(mod, attr), parameter_proxies)
+
+        patcher.patch_attribute(Module, "__getattr__", module_getattr)
 
     def _autowrap_globals(self, patcher: _Patcher, table: dict[str, Any]) -> None:
         """Stand-ins for the autowrap functions and pullback's public functions that the

@@ -26,7 +26,8 @@ from ._names import MAGIC_OPERATORS
 from .graph import Graph
 from .node import Argument, Node, Target
 
-__all__ = ["Attribute", "GraphAppendingTracer", "Proxy", "TraceError", "TracerBase"]
+__all__ = ["Attribute", "GraphAppendingTracer", "ParameterProxy", "Proxy", "TraceError",
+           "TracerBase"]
 
 _FX_FOLDER = str(Path(__file__).resolve().parent)
 
@@ -234,6 +235,36 @@ class Attribute(Proxy):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
+
+
+class ParameterProxy(Proxy):
+    """The Proxy of a parameter or buffer read with ``Tracer(param_shapes_constant=True)``:
+    its shape, size, rank and element count are the real tensor's, so Python can branch on
+    them while tracing."""
+
+    def __init__(self, tracer: TracerBase, node: Node, name: str, param: Any) -> None:
+        super().__init__(node, tracer)
+        self.name = name
+        self.param = param
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.param.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.param.ndim
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.param.size() if dim is None else self.param.size(dim)
+
+    def dim(self) -> int:
+        return self.param.ndim
+
+    def numel(self) -> int:
+        return self.param.numel()
+
+    nelement = numel
 
 
 def _binary(fn: Callable[..., Any], reflected: bool) -> Callable[..., Proxy]:
