@@ -11,7 +11,12 @@ Proxy is among their arguments and call the function otherwise. When the last tr
 the functions are put back: with no tracer, nothing is changed and nothing is slower.
 
 A stand-in compares and hashes equal to its function, so ``node.target == pullback.add`` holds
-whichever of the two the name gave; nodes always record the function itself.
+whichever of the two the name gave; nodes always record the function itself. Where user code
+sees a target while the stand-ins are in place (a Tracer's ``create_proxy``/``create_node``, a
+Transformer's ``call_function``), a public function is shown as its stand-in, so that
+``target is pullback.relu`` holds there too, and calling it on Proxies records it, as
+``torch.relu(proxy)`` does in torch.fx. Other functions (those :func:`~pullback.fx.wrap` named)
+are shown as themselves: calling one on Proxies traces into it (inlining it).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ class _StandIn:
         proxy = find_proxy((args, kwargs))
         if proxy is None:
             return self.function(*args, **kwargs)
-        return proxy.tracer.create_proxy("call_function", self.function, args, kwargs)
+        return proxy.tracer.create_proxy("call_function", presented(self.function), args,
+                                         kwargs)
 
     def __eq__(self, other: object) -> bool:
         return original(other) is self.function
@@ -54,6 +60,18 @@ class _StandIn:
 def original(fn: Any) -> Any:
     """The function behind a stand-in (anything else as it is)."""
     return fn.function if isinstance(fn, _StandIn) else fn
+
+
+def presented(target: Any) -> Any:
+    """The target as user code should see it now: the stand-in of a public function while the
+    stand-ins are in place, anything else as it is."""
+    if _active_tracers and callable(target) and not isinstance(target, _StandIn):
+        try:
+            if target in public_functions():
+                return stand_in(target)
+        except TypeError:  # unhashable
+            pass
+    return target
 
 
 def stand_in(function: Callable[..., Any]) -> _StandIn:

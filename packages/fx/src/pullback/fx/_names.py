@@ -114,10 +114,6 @@ class Namespace:
         self._next_number[base] = number
         return candidate
 
-    def release(self, name: str) -> None:
-        """Make ``name`` available again (its node was erased)."""
-        self._used.discard(name)
-
 
 MAGIC_OPERATORS = {
     operator.add: "{} + {}", operator.sub: "{} - {}", operator.mul: "{} * {}",

@@ -217,8 +217,7 @@ class Graph:
         before._next, after._prev = after, before
         to_erase._erased = True
         to_erase.args, to_erase.kwargs = (), {}
-        self._namespace.release(to_erase.name)
-        self._len -= 1
+        self._len -= 1  # its name stays taken, as in torch.fx
 
     def inserting_before(self, n: Node | None = None) -> _InsertPoint:
         """New nodes go right before ``n`` (at the start of the graph for ``None``)."""

@@ -88,7 +88,7 @@ class Interpreter:
     def run_node(self, n: Node) -> Any:
         """Run one node: fetch its arguments' values, call the method named after its op."""
         args, kwargs = self.fetch_args_kwargs_from_env(n)
-        return getattr(self, n.op)(n.target, args, kwargs)
+        return getattr(self, n.op)(_interception.presented(n.target), args, kwargs)
 
     # -- one method per kind of node ---------------------------------------------------------
     def placeholder(self, target: Target, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

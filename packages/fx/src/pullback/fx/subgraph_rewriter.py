@@ -23,8 +23,9 @@ __all__ = ["Match", "replace_pattern"]
 
 
 class Match(NamedTuple):
-    """One replaced occurrence: ``anchor`` is the graph node that matched the pattern's
-    output, ``nodes_map`` maps each pattern node to the graph node (or value) it matched."""
+    """One replaced occurrence: ``anchor`` is the pattern's node the match started from (its
+    output value), ``nodes_map`` maps each pattern node to the graph node (or value) it
+    matched."""
 
     anchor: Node
     nodes_map: dict[Node, Any]
@@ -136,7 +137,8 @@ def replace_pattern(gm: GraphModule, pattern: Callable[..., Any] | Graph | Graph
         raise ValueError(f"replace_pattern: the pattern takes {len(pattern_inputs)} inputs, the "
                          f"replacement {len(replacement_inputs)}")
     taken: set[Node] = set()
-    matcher = _Matcher(_pattern_output(pattern_graph), taken)
+    anchor = _pattern_output(pattern_graph)
+    matcher = _Matcher(anchor, taken)
     matches = []
     for node in list(gm.graph.nodes):
         if node in taken or node.op in ("placeholder", "output"):
@@ -144,19 +146,20 @@ def replace_pattern(gm: GraphModule, pattern: Callable[..., Any] | Graph | Graph
         nodes_map = matcher.match_at(node)
         if nodes_map is not None:
             taken.update(g for p, g in nodes_map.items() if p.op != "placeholder")
-            matches.append(Match(node, nodes_map))
+            matches.append(Match(anchor, nodes_map))
     graph = gm.graph
     for match in matches:
         values = {r: match.nodes_map.get(p) for p, r in zip(pattern_inputs, replacement_inputs)}
+        replaced = match.nodes_map[anchor]
         # where the replaced output was first read (as torch does)
-        first_user = _first_user(match.anchor)
+        first_user = _first_user(replaced)
         with graph.inserting_before(first_user) if first_user is not None \
-                else graph.inserting_after(match.anchor):
+                else graph.inserting_after(replaced):
             result = graph.graph_copy(replacement_graph, dict(values))
         _copy_used_attributes(replacement_graph, replacement_module, gm)
         if not isinstance(result, Node):
             raise ValueError("replace_pattern: the replacement must return one traced value")
-        match.anchor.replace_all_uses_with(result)
+        replaced.replace_all_uses_with(result)
         for p in reversed(list(pattern_graph.nodes)):
             g = match.nodes_map.get(p)
             if p.op not in ("placeholder", "output") and isinstance(g, Node) and not g.users:
