@@ -476,6 +476,35 @@ class Module:
         new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
+    @classmethod
+    def _validate_loaded_state(cls, state: dict[str, Any], where: str) -> None:
+        """Check the attributes ``pullback.load`` is about to give a Module it rebuilt from a
+        file (without ``__init__``): every registry ``Module.__init__`` makes is there, of its
+        type, and holds what it registers. ``where`` names the file and the module.
+
+        Raises:
+            CheckpointError: naming the attribute and what it holds instead.
+        """
+        reference = Module.__new__(Module)
+        Module.__init__(reference)
+        for name, default in vars(reference).items():
+            if name not in state:
+                raise CheckpointError(f"{where}: the Module attribute '{name}' is missing")
+            if type(state[name]) is not type(default):
+                raise CheckpointError(f"{where}: the Module attribute '{name}' is a "
+                                      f"{type(state[name]).__name__}, not a "
+                                      f"{type(default).__name__}")
+        for registry, kind in (("_parameters", Parameter), ("_buffers", Tensor),
+                               ("_modules", Module)):
+            for key, value in state[registry].items():
+                if not isinstance(key, str) or not (value is None or isinstance(value, kind)):
+                    raise CheckpointError(
+                        f"{where}: {registry}[{key!r}] is a {type(value).__name__}, not a "
+                        f"{kind.__name__} or None")
+        for name, default in vars(reference).items():
+            if name.endswith("_hooks") and not all(callable(h) for h in state[name].values()):
+                raise CheckpointError(f"{where}: {name} holds something that is not callable")
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError("pullback modules are not pickled; save model.state_dict() with "
                         "pullback.save")
