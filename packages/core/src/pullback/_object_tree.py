@@ -81,7 +81,7 @@ def encode(obj: Any, path: str, encode_value: Encode, seen: dict[int, str], file
     key = f"object:{where}"
     seen[id(obj)] = key
     return {"__object__": key, "class": _name_of_global(cls, where, file),
-            "state": encode_value(dict(vars(obj)), path)}
+            "state": encode_value(dict(object.__getattribute__(obj, "__dict__")), path)}
 
 
 def decode(entry: dict[str, Any], decode_value: Decode, made: dict[Any, Any], file: str) -> Any:
@@ -150,7 +150,7 @@ def _rebuild(entry: dict[str, Any], decode_value: Decode, made: dict[Any, Any], 
     if not isinstance(cls, type) or not _rebuildable(cls):
         raise CheckpointError(
             f"load({file!r}): {entry.get('class')} at '{where}' is not a class pullback can "
-            "rebuild from data (a plain Python class with a __dict__)")
+            "rebuild from data (a plain Python class with a __dict__, no __new__ or __del__)")
     obj = object.__new__(cls)  # no __new__ or __init__ of the class runs
     made["object", key] = obj  # tensors are in ``made`` by name, objects by ("object", key)
     state = decode_value(entry.get("state"))
@@ -160,14 +160,18 @@ def _rebuild(entry: dict[str, Any], decode_value: Decode, made: dict[Any, Any], 
     validate = getattr(cls, "_validate_loaded_state", None)
     if validate is not None:
         validate(state, f"load({file!r}): {entry['class']} at '{where}'")
-    obj.__dict__.update(state)  # not setattr, not __setstate__: nothing of the file runs
+    # Not setattr, not __setstate__, not the class's __getattribute__: nothing of it runs.
+    object.__getattribute__(obj, "__dict__").update(state)
     return obj
 
 
 def _rebuildable(cls: type) -> bool:
     """Whether instances of ``cls`` are plain objects whose whole state is their ``__dict__``
-    (made by ``object.__new__``: no C layout, no slots)."""
+    (made by ``object.__new__``: no C layout, no slots), with no ``__del__`` (a finalizer would
+    run on whatever state a file gave the object)."""
     if cls.__new__ is not object.__new__:
+        return False
+    if any("__del__" in vars(klass) for klass in cls.__mro__[:-1]):
         return False
     for klass in cls.__mro__[:-1]:
         if "__slots__" in vars(klass) and vars(klass)["__slots__"] not in ((), [], "__dict__"):
@@ -181,12 +185,17 @@ def _rebuildable(cls: type) -> bool:
 
 def _check_storable(obj: Any, where: str, file: str) -> None:
     cls = type(obj)
-    if isinstance(obj, types.ModuleType) or not hasattr(obj, "__dict__") or \
-            not _rebuildable(cls):
+    try:
+        object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        has_dict = False
+    else:
+        has_dict = True
+    if isinstance(obj, types.ModuleType) or not has_dict or not _rebuildable(cls):
         raise CheckpointError(
             f"save({file!r}): cannot store a {cls.__name__} at '{where}': checkpoints hold "
             "tensors, dicts, lists, tuples, JSON values, dtypes, devices, and objects of plain "
-            "classes (their attributes, no pickle)")
+            "classes (their __dict__; no __slots__, __new__ or __del__; no pickle)")
 
 
 def _name_of_global(obj: Any, where: str, file: str) -> str:

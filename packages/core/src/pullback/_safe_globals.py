@@ -166,8 +166,9 @@ def _imported(name: str) -> Any:
 
 
 def _defaults() -> dict[str, Any]:
-    """pullback.nn's layers and Parameter, and the functions of pullback.nn.functional and of
-    core's ops (what layers hold as attributes), by the names files give them; empty without
+    """pullback.nn's layers and Parameter, the functions of pullback.nn.functional and of
+    core's ops, and the classes a pullback.nn module lists in its ``_SAFE_GLOBALS`` (what layers
+    hold as attributes: activations, hooks), by the names files give them; empty without
     pullback-nn. Built once, on the first load that needs it."""
     global _default_allowed
     if _default_allowed is not None:
@@ -179,9 +180,9 @@ def _defaults() -> dict[str, Any]:
         nn = None
     if nn is not None:
         for info in pkgutil.walk_packages(nn.__path__, "pullback.nn.", onerror=lambda _: None):
-            if (info.name.rsplit(".", 1)[-1].startswith("_")
-                    or info.name.startswith("pullback.nn.data")):
-                continue  # private modules (the plugin, the docs) and the data sets
+            if info.name.rsplit(".", 1)[-1] in ("_plugin", "_docs") \
+                    or info.name.startswith("pullback.nn.data"):
+                continue  # the plugin, the docs and the data sets hold no layers
             try:
                 importlib.import_module(info.name)
             except ImportError:
@@ -191,6 +192,8 @@ def _defaults() -> dict[str, Any]:
             if module is None or not module_name.startswith(("pullback.nn.", "pullback._ops")):
                 continue
             holds_functions = module_name.startswith(("pullback.nn.functional", "pullback._ops"))
+            for obj in getattr(module, "_SAFE_GLOBALS", ()):  # other classes layers hold
+                table[global_name(obj)] = obj
             for obj in list(vars(module).values()):
                 if getattr(obj, "__module__", None) != module_name:
                     continue  # re-exported: it is listed under the module that defines it

@@ -501,7 +501,7 @@ class Module:
                     raise CheckpointError(
                         f"{where}: {registry}[{key!r}] is a {type(value).__name__}, not a "
                         f"{kind.__name__} or None")
-        for name, default in vars(reference).items():
+        for name in vars(reference):
             if name.endswith("_hooks") and not all(callable(h) for h in state[name].values()):
                 raise CheckpointError(f"{where}: {name} holds something that is not callable")
 
