@@ -505,9 +505,23 @@ class Module:
             if name.endswith("_hooks") and not all(callable(h) for h in state[name].values()):
                 raise CheckpointError(f"{where}: {name} holds something that is not callable")
 
+    def share_memory(self) -> Module:
+        """Move every parameter, buffer and existing gradient into shared memory (see
+        ``Tensor.share_memory_``), as PyTorch, so that processes started afterwards update
+        this module's numbers (a Hogwild! trainer); returns ``self``."""
+        for t in [*self.parameters(), *self.buffers()]:
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
+        return self
+
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise TypeError("pullback modules are not pickled; save model.state_dict() with "
-                        "pullback.save")
+        from pullback.multiprocessing import _reductions
+
+        if _reductions.spawning():  # an argument of a process being started: sent as data
+            return _reductions.reduce_module(self)
+        raise TypeError("pullback modules are not pickled; save them with pullback.save "
+                        "(or pass them to a process of pullback.multiprocessing)")
 
 
 def _check_name(module: Module, name: str, allow_digits: bool = False) -> None:
