@@ -18,6 +18,13 @@ with ``weights_only=False``, from modules already imported). An instance is made
 setting attributes of allowed classes. A class may check what it gets through a classmethod
 ``_validate_loaded_state(state, where)`` (``pullback.nn.Module`` checks its registries), which
 is the class's own code, not the file's.
+
+A class whose attributes are not plain data (``pullback.fx.GraphModule``: a graph of nodes
+that name functions, and a ``forward`` generated from it) describes itself instead: its
+``_state_to_save()`` returns the class to store it as and the attributes to write, and its
+``_restore_loaded_state(state, where)`` finishes an instance made by ``object.__new__`` from
+those attributes, decoded, after ``_validate_loaded_state``. Both are the class's own code; the
+file still only holds data.
 """
 
 from __future__ import annotations
@@ -53,6 +60,12 @@ def loading(weights_only: bool) -> Iterator[None]:
         _weights_only.reset(token)
 
 
+def weights_only() -> bool:
+    """Whether the load in progress is ``weights_only`` (for a class's own
+    ``_restore_loaded_state``, which may resolve names through the allow-list)."""
+    return _weights_only.get()
+
+
 def encode(obj: Any, path: str, encode_value: Encode, seen: dict[int, str], file: str) -> Any:
     """``obj`` (no tensor, dict, list, tuple or JSON value) as JSON; ``encode_value(v, path)``
     encodes what it holds, ``seen`` maps ids of objects already written to their keys."""
@@ -80,8 +93,13 @@ def encode(obj: Any, path: str, encode_value: Encode, seen: dict[int, str], file
     _check_storable(obj, where, file)
     key = f"object:{where}"
     seen[id(obj)] = key
+    describe = getattr(cls, "_state_to_save", None)
+    if describe is not None:
+        cls, state = describe(obj)
+    else:
+        state = dict(object.__getattribute__(obj, "__dict__"))
     return {"__object__": key, "class": _name_of_global(cls, where, file),
-            "state": encode_value(dict(object.__getattribute__(obj, "__dict__")), path)}
+            "state": encode_value(state, path)}
 
 
 def decode(entry: dict[str, Any], decode_value: Decode, made: dict[Any, Any], file: str) -> Any:
@@ -160,6 +178,10 @@ def _rebuild(entry: dict[str, Any], decode_value: Decode, made: dict[Any, Any], 
     validate = getattr(cls, "_validate_loaded_state", None)
     if validate is not None:
         validate(state, f"load({file!r}): {entry['class']} at '{where}'")
+    restore = getattr(cls, "_restore_loaded_state", None)
+    if restore is not None:
+        restore(obj, state, f"load({file!r}): {entry['class']} at '{where}'")
+        return obj
     # Not setattr, not __setstate__, not the class's __getattribute__: nothing of it runs.
     object.__getattribute__(obj, "__dict__").update(state)
     return obj

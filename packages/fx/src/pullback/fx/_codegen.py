@@ -9,6 +9,7 @@ its last use, as torch.fx does, so that a long forward does not hold every inter
 from __future__ import annotations
 
 import builtins
+import json
 import math
 import operator
 import re
@@ -124,6 +125,8 @@ def _last_users(graph: Graph) -> dict[Node, list[Node]]:
 
 def _parameter(node: Node, names: _Globals) -> str:
     target = str(node.target)
+    if not _IDENTIFIER.match(target.lstrip("*")):
+        raise ValueError(f"placeholder {node.name!r}: {target!r} is not a parameter name")
     if not node.args:
         return target
     return f"{target} = {_repr(node.args[0], names)}"
@@ -140,6 +143,8 @@ def _statement(node: Node, root: str, names: _Globals) -> str:
     if node.op == "call_method":
         receiver = _repr(args[0], names)
         method = str(node.target)
+        if not _IDENTIFIER.match(method):
+            raise ValueError(f"call_method node {node.name!r}: {method!r} is not a method name")
         return f"{node.name} = {receiver}.{method}({_call_args(args[1:], kwargs, names)})"
     return f"{node.name} = {_function_call(node.target, args, kwargs, names)}"
 
@@ -183,7 +188,7 @@ def _attribute(root: str, path: str) -> str:
     expression = root
     for part in path.split("."):
         expression = f"{expression}.{part}" if _IDENTIFIER.match(part) \
-            else f'getattr({expression}, "{part}")'
+            else f"getattr({expression}, {json.dumps(part)})"
     return expression
 
 

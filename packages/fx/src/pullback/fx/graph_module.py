@@ -63,6 +63,21 @@ def _set_attr(module: Module, name: str, value: Any, persistent: bool = True) ->
         setattr(module, name, value)
 
 
+def _registered(root: Module, target: str, module: bool) -> bool:
+    """Whether ``target`` reaches, through registered submodules only, a submodule (when
+    ``module``) or a parameter, buffer or submodule."""
+    *path, field = target.split(".")
+    owner = root
+    for part in path:
+        owner = owner._modules.get(part)
+        if owner is None:
+            return False
+    if module:
+        return owner._modules.get(field) is not None
+    return any(table.get(field) is not None
+               for table in (owner._parameters, owner._buffers, owner._modules))
+
+
 def _assign_attr(value: Any, to_module: Module, target: str) -> None:
     *path, field = target.split(".")
     for part in path:
@@ -72,6 +87,14 @@ def _assign_attr(value: Any, to_module: Module, target: str) -> None:
             setattr(to_module, part, existing)
         to_module = existing
     _set_attr(to_module, field, value)
+
+
+def _give_own_class(module: GraphModule, class_name: str) -> None:
+    """Make ``module`` the one instance of a new subclass of its class, named ``class_name``:
+    recompile() sets ``forward`` on that class."""
+    base = next(t for t in type(module).__mro__ if not t.__dict__.get("_one_instance_class"))
+    own = type(class_name, (base,), {"_one_instance_class": True, "__module__": base.__module__})
+    object.__setattr__(module, "__class__", own)
 
 
 class GraphModule(Module):
@@ -95,20 +118,10 @@ class GraphModule(Module):
             return _1
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> GraphModule:
-        # One class per instance: recompile() sets forward on it.
-        base = next(t for t in cls.__mro__ if t.__dict__.get("_one_instance_class") is not True)
-
-        class GraphModuleImpl(base):  # type: ignore[valid-type,misc]
-            _one_instance_class = True
-
-        return super().__new__(GraphModuleImpl)
-
     def __init__(self, root: Module | dict[str, Any], graph: Graph,
                  class_name: str = "GraphModule") -> None:
         super().__init__()
-        type(self).__name__ = class_name
-        type(self).__qualname__ = class_name
+        _give_own_class(self, class_name)
         if isinstance(root, Module):
             self.training = root.training
             for node in graph.nodes:
@@ -203,13 +216,48 @@ class GraphModule(Module):
             if name and name not in used:
                 self.delete_submodule(name)
 
-    # -- copying and printing --------------------------------------------------------------
+    # -- copying, saving, printing ----------------------------------------------------------
     def __deepcopy__(self, memo: dict[int, Any]) -> GraphModule:
         """A deep copy with its own class, graph and generated ``forward``."""
-        copied = super().__deepcopy__(memo)  # a new instance class (see __new__), state copied
-        type(copied).__name__ = type(copied).__qualname__ = type(self).__name__
+        copied = super().__deepcopy__(memo)
+        _give_own_class(copied, type(self).__name__)  # type: ignore[arg-type]
         copied.graph = copied._graph  # own the copied graph; generate forward for the class
         return copied  # type: ignore[return-value]
+
+    def _state_to_save(self) -> tuple[type, dict[str, Any]]:
+        """What ``pullback.save`` writes: the class GraphModule (not this instance's own), the
+        Module's registries, and the graph as data (``_graph_data.py``); not the generated
+        code, which loading regenerates, and not ``meta``."""
+        from ._graph_data import graph_to_data
+
+        state = {k: v for k, v in vars(self).items() if k not in ("_graph", "_code", "meta")}
+        state["_graph_data"] = graph_to_data(self._graph)
+        state["_class_name"] = type(self).__name__
+        return GraphModule, state
+
+    def _restore_loaded_state(self, state: dict[str, Any], where: str) -> None:
+        """Finish a GraphModule that ``pullback.load`` made from a file: its registries (which
+        ``Module._validate_loaded_state`` checked), its graph rebuilt from the data and checked
+        node by node, ``forward`` generated from it."""
+        from pullback._object_tree import weights_only
+        from pullback.errors import CheckpointError
+
+        from ._graph_data import graph_from_data
+
+        state = dict(state)
+        graph_data, class_name = state.pop("_graph_data", None), state.pop("_class_name", None)
+        if not isinstance(class_name, str) or not class_name.isidentifier():
+            raise CheckpointError(f"{where}: malformed class name {class_name!r}")
+        object.__getattribute__(self, "__dict__").update(state)
+        graph = graph_from_data(graph_data, where, weights_only())
+        for node in graph.nodes:
+            if node.op in ("get_attr", "call_module") and \
+                    not _registered(self, str(node.target), node.op == "call_module"):
+                raise CheckpointError(f"{where}: node {node.name!r} names {node.target!r}, "
+                                      "which is not a registered submodule, parameter or buffer")
+        _give_own_class(self, class_name)
+        self.meta = {}
+        self.graph = graph
 
     def __str__(self) -> str:
         return f"{super().__repr__()}\n\n\n{self._code}"
