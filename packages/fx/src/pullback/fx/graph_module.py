@@ -112,8 +112,8 @@ class GraphModule(Module):
         >>> gm = symbolic_trace(pullback.nn.Sequential(pullback.nn.Linear(3, 2),
         ...                                            pullback.nn.ReLU()))
         >>> print(gm.code.strip())
-        def forward(self, input):
-            _0 = getattr(self, "0")(input);  input = None
+        def forward(self, x):
+            _0 = getattr(self, "0")(x);  x = None
             _1 = getattr(self, "1")(_0);  _0 = None
             return _1
     """

@@ -122,8 +122,8 @@ def replace_pattern(gm: GraphModule, pattern: Callable[..., Any] | Graph | Graph
         >>> print(gm.code.strip())
         def forward(self, x, y):
             clamp = pullback.clamp(x, max = 0.0);  x = None
-            neg = clamp.neg();  clamp = None
-            add = neg + y;  neg = y = None
+            neg_1 = clamp.neg();  clamp = None
+            add = neg_1 + y;  neg_1 = y = None
             return add
 
     Returns:
