@@ -210,7 +210,7 @@ def _repr(a: Any, names: _Globals) -> str:
         return f"slice({_repr(a.start, names)}, {_repr(a.stop, names)}, {_repr(a.step, names)})"
     if isinstance(a, float) and not math.isfinite(a):
         return "nan" if math.isnan(a) else ("inf" if a > 0 else "-inf")
-    if a is None or a is Ellipsis or isinstance(a, (bool, int, float, complex, str)):
+    if a is None or a is Ellipsis or isinstance(a, (bool, int, float, complex, str, range)):
         return "..." if a is Ellipsis else repr(a)
     if isinstance(a, type) and getattr(builtins, a.__name__, None) is a:
         return a.__name__

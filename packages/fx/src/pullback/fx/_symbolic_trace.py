@@ -30,6 +30,10 @@ __all__ = ["Tracer", "symbolic_trace", "wrap"]
 
 # (globals of a module, name) pairs that wrap() named: recorded as call sites when traced.
 _wrapped: dict[tuple[int, str], dict[str, Any]] = {}
+# Module's own methods, taken before any trace replaces them (a trace inside a trace must
+# route module calls through its own tracer, not the outer one's stand-in).
+_MODULE_CALL = Module.__call__
+_MODULE_GETATTR = Module.__getattr__
 
 
 def wrap(fn_or_name: str | Callable[..., Any]) -> str | Callable[..., Any]:
@@ -269,33 +273,34 @@ class Tracer(TracerBase):
             function = table.get(name, getattr(builtins, name, None))
             if function is not None:
                 patcher.patch_dict(table, name, _interception.stand_in(function))
-        self._autowrap_globals(patcher, getattr(fn, "__globals__", {}))
+        patched: set[int] = set()  # the globals dicts already given their stand-ins
+        self._autowrap_globals(patcher, getattr(fn, "__globals__", {}), patched)
         tracer = self
-        original_call = Module.__call__
 
         def module_call(mod: Module, *args: Any, **kwargs: Any) -> Any:
             def forward(*args: Any, **kwargs: Any) -> Any:
-                return original_call(mod, *args, **kwargs)
+                return _MODULE_CALL(mod, *args, **kwargs)
 
             forward_globals = getattr(type(mod).forward, "__globals__", None)
             if forward_globals is not None:
-                tracer._autowrap_globals(patcher, forward_globals)
+                tracer._autowrap_globals(patcher, forward_globals, patched)
             return tracer.call_module(mod, forward, args, kwargs)
 
         patcher.patch_attribute(Module, "__call__", module_call)
-        original_getattr = Module.__getattr__
         parameter_proxies: dict[str, Proxy] = {}
 
         def module_getattr(mod: Module, attr: str) -> Any:
-            return tracer.getattr(attr, original_getattr(mod, attr), parameter_proxies)
+            return tracer.getattr(attr, _MODULE_GETATTR(mod, attr), parameter_proxies)
 
         patcher.patch_attribute(Module, "__getattr__", module_getattr)
 
-    def _autowrap_globals(self, patcher: _Patcher, table: dict[str, Any]) -> None:
+    def _autowrap_globals(self, patcher: _Patcher, table: dict[str, Any],
+                          patched: set[int]) -> None:
         """Stand-ins for the autowrap functions and pullback's public functions that the
         module of traced code imported under its own names."""
-        if table.get("__pullback_fx_patched__"):
+        if id(table) in patched:
             return
+        patched.add(id(table))
         public = public_functions()
         for name, value in list(table.items()):
             if name.startswith("__"):
@@ -306,7 +311,6 @@ class Tracer(TracerBase):
                 continue
             if wanted and callable(value):
                 patcher.patch_dict(table, name, _interception.stand_in(value))
-        patcher.patch_dict(table, "__pullback_fx_patched__", True)
 
 
 def tensor_paths(root: Module) -> dict[int, str]:

@@ -194,11 +194,7 @@ class Graph:
     def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
         copied = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
         memo[id(self)] = copied
-        output = copied.graph_copy(self, {}, return_output_node=True)
-        if output is None:
-            return copied
-        # graph_copy made the output node with the original's argument; keep its type too
-        output.type = next(n for n in self.nodes if n.op == "output").type
+        copied.graph_copy(self, {}, return_output_node=True)
         return copied
 
     # -- changing the graph ----------------------------------------------------------------
