@@ -7,7 +7,7 @@ At the end it also prints the loss over the whole val split (``pullback-gpt eval
 ``--set NAME=VALUE`` changes one training setting (a TrainConfig field, or ``bias``), to try a
 change of recipe in PyTorch quickly; ``--threads 1`` lets two runs share a 2-core machine.
 
-Run: PULLBACK_DATA=... python benchmarks/gpt_train_reference.py [--seed 1337] [--steps 2000]
+Run: python benchmarks/gpt_train_reference.py [--seed 1337] [--steps 2000]
      [--schedule cosine|wsd] [--set grad_clip=0 ...] [--threads N]
 """
 

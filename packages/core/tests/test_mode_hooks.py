@@ -149,3 +149,41 @@ def test_raw_namespace_is_unchanged_by_the_first_order_tensor_namespace():
 
     assert first_order_tensor_namespace.differentiable is False
     assert tensor_namespace.differentiable is True
+
+
+class WriteRecorder(DispatchMode):
+    """Records the in-place writes outside any graph that it is told about."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[pb.Tensor, object]] = []
+
+    def on_write(self, tensor, value):
+        self.writes.append((tensor, value))
+
+
+@pytest.mark.parametrize("write, expected", [
+    (lambda t: t.add_(2.0), [3.0, 4.0]),
+    (lambda t: t.mul_(pb.tensor([2.0, 3.0])), [2.0, 6.0]),
+    (lambda t: t.copy_(pb.tensor([5.0, 6.0])), [5.0, 6.0]),
+    (lambda t: t.copy_(7.0), [7.0, 7.0]),
+    (lambda t: t.fill_(0.5), [0.5, 0.5]),
+])
+def test_in_place_writes_outside_a_graph_are_reported_with_what_was_written(write, expected):
+    t = pb.tensor([1.0, 2.0])
+    mode = WriteRecorder()
+    with mode, pb.no_grad():
+        write(t)
+    ((tensor, value),) = mode.writes
+    assert tensor is t
+    np.testing.assert_array_equal(t.array, expected)
+    written = value.array if isinstance(value, pb.Tensor) else value
+    np.testing.assert_array_equal(np.broadcast_to(written, t.shape), expected)
+
+
+def test_a_recorded_in_place_op_is_not_a_write_outside_the_graph():
+    w = pb.tensor([1.0, 2.0], requires_grad=True)
+    t = pb.tensor([1.0, 1.0])
+    mode = WriteRecorder()
+    with mode:
+        t.mul_(w)  # recorded: t is re-pointed at the product's node, as any op's output
+    assert mode.writes == [] and t.requires_grad

@@ -31,7 +31,7 @@ SUBPACKAGES = {
     "gpt": "pullback-gpt", "sutra": "pullback-sutra", "avyaya": "pullback-avyaya",
     "pramana": "pullback-pramana", "tarka": "pullback-tarka", "spanda": "pullback-spanda",
     "compiler": "pullback-compiler", "func": "pullback-vmap-dp", "dp": "pullback-vmap-dp",
-    "distributed": "pullback-distributed",
+    "distributed": "pullback-distributed", "fx": "pullback-fx",
 }
 
 class MissingSubpackageError(MissingPackageError, ModuleNotFoundError):

@@ -83,6 +83,12 @@ class DispatchMode:
         ``"bool()"``, ``"tolist()"``, ``"numpy()"``...): a tracer cannot record what Python
         does with them."""
 
+    def on_write(self, tensor: Tensor, value: Any) -> None:
+        """Called after an in-place op outside any graph (``add_`` under ``no_grad``,
+        ``copy_``, ``fill_``: a batch norm's running statistics) overwrote all of ``tensor``'s
+        array with ``value`` (a Tensor the mode saw computed, or a Python number or array),
+        broadcast and cast to the tensor's shape and dtype: a tracer records the write."""
+
     def array_update(self, update: Callable[[Callable[[Any], Any]], None]) -> None:
         """Run code that updates backend arrays in place outside any graph (an optimizer's
         step): see :func:`run_array_update`. The default passes it to the modes below."""
@@ -163,6 +169,13 @@ def notify_host_read(tensor: Tensor, what: str) -> None:
     """Tell the active modes that ``tensor``'s values are about to be read into Python."""
     for mode in tuple(state.modes):
         mode.on_host_read(tensor, what)
+
+
+def notify_write(tensor: Tensor, value: Any) -> None:
+    """Tell the active modes that ``tensor`` was overwritten in place with ``value`` (see
+    :meth:`DispatchMode.on_write`)."""
+    for mode in tuple(state.modes):
+        mode.on_write(tensor, value)
 
 
 def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:

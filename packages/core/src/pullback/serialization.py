@@ -3,7 +3,10 @@
 A checkpoint is one safetensors file. Its tensors are the tensors found in ``obj``; its metadata
 holds, as JSON, the structure around them (nested dicts, lists, tuples and plain JSON values:
 ints, floats, strings, booleans, ``None``) and, per tensor, its dtype, device and
-``requires_grad``. Nothing is pickled, so loading a file never runs code.
+``requires_grad``. Whole objects (``pullback.save(model, f)``) are written as data too, their
+class by name and their attributes (:mod:`pullback._object_tree`); loading rebuilds only
+allow-listed classes (``add_safe_globals``, :mod:`pullback._safe_globals`). Nothing is pickled,
+so loading a file never runs code.
 
 Writes are atomic: the file is written to a temporary file in the same folder and moved into
 place with :func:`os.replace`, so a crash leaves either the old file or the new one. The
@@ -26,6 +29,11 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from . import _object_tree
+from ._safe_globals import (  # noqa: F401 - torch.serialization's names
+    UnsafeGlobalError, add_safe_globals, clear_safe_globals, get_safe_globals, global_name,
+    safe_globals,
+)
 from .backends import Device
 from .errors import CheckpointError, DeviceError
 from .tensor import Tensor
@@ -49,12 +57,14 @@ def _bfloat16() -> Any:
 
 
 def save(obj: Any, path: str | os.PathLike[str] | BinaryIO) -> None:
-    """Save a tensor or a (nested) state dict to ``path`` as a safetensors file.
+    """Save a tensor, a (nested) state dict or a whole model to ``path`` as a safetensors file.
 
     ``obj`` may be a Tensor or any nesting of dicts (string or int keys), lists and tuples whose
     leaves are Tensors, NumPy arrays or plain JSON values, e.g. a model's ``state_dict()`` or an
     optimizer's. A tensor that appears twice (tied weights) is stored once and comes back as one
-    object. A whole Module is refused (that would need pickle): save its ``state_dict()``.
+    object. A whole Module (or another object of a plain class) is stored as its class's name
+    and its attributes, without pickle; :func:`load` rebuilds it only if the class is allowed
+    (pullback.nn's layers are; allow yours with :func:`add_safe_globals`).
 
     ``path`` is a file name (the write is atomic) or, as in PyTorch, a binary file object open
     for writing (an open file, ``io.BytesIO``), which gets the bytes at its position.
@@ -68,9 +78,8 @@ def save(obj: Any, path: str | os.PathLike[str] | BinaryIO) -> None:
     """
     writer = path if hasattr(path, "write") else None
     path = _file_name(path)
-    arrays: dict[str, np.ndarray] = {}
-    names_by_id: dict[int, str] = {}
-    structure = _encode(obj, "", arrays, names_by_id, path)
+    structure, tensors = to_data(obj, path)
+    arrays = {name: _host_array(t) for name, t in tensors.items()}
     metadata = {FORMAT_KEY: FORMAT_VERSION, STRUCTURE_KEY: json.dumps(structure)}
     from safetensors.numpy import save as to_bytes
 
@@ -158,23 +167,35 @@ def _tensor_name(path: str, arrays: dict[str, Any]) -> str:
     return name
 
 
-def _encode(obj: Any, path: str, arrays: dict[str, np.ndarray], names_by_id: dict[int, str],
+def to_data(obj: Any, file: str) -> tuple[Any, dict[str, Any]]:
+    """What :func:`save` writes, before bytes: the JSON structure of ``obj`` and the Tensors
+    and NumPy arrays it refers to by name (themselves, not copies: pullback.multiprocessing
+    sends them through shared memory)."""
+    tensors: dict[str, Any] = {}
+    return _encode(obj, "", tensors, {}, file), tensors
+
+
+def _encode(obj: Any, path: str, arrays: dict[str, Any], names_by_id: dict[int, str],
             file: str) -> Any:
-    """``obj`` as JSON, with tensors moved into ``arrays`` and referenced by name."""
+    """``obj`` as JSON, with tensors moved into ``arrays`` and referenced by name (objects of
+    other kinds go to :func:`pullback._object_tree.encode`; ``names_by_id`` names every tensor
+    and object already written)."""
     if isinstance(obj, Tensor) or isinstance(obj, np.ndarray):
         ref = names_by_id.get(id(obj))
         if ref is None:
             ref = _tensor_name(path, arrays)
             names_by_id[id(obj)] = ref
-            arrays[ref] = _host_array(obj)
+            arrays[ref] = obj
         info: dict[str, str | bool] = {"__tensor__": ref, "dtype": str(arrays[ref].dtype)}
         if isinstance(obj, Tensor):
             info["device"] = str(obj.device)
             info["requires_grad"] = bool(obj.requires_grad)
+            if type(obj) is not Tensor:  # pullback.nn.Parameter
+                info["class"] = global_name(type(obj))
         else:
             info["numpy"] = True
         return info
-    if isinstance(obj, dict):
+    if type(obj) is dict:
         plain = all(isinstance(k, str) and not k.startswith("__") for k in obj)
         items = [(k, _encode(v, _join(path, k), arrays, names_by_id, file)) for k, v in obj.items()]
         for k, _ in items:
@@ -193,15 +214,8 @@ def _encode(obj: Any, path: str, arrays: dict[str, np.ndarray], names_by_id: dic
         return obj.item()
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    if callable(getattr(obj, "state_dict", None)):
-        kind = type(obj).__name__
-        raise CheckpointError(
-            f"save({file!r}): a whole {kind} is not saved (that needs pickle, which pullback "
-            f"never uses); save its state_dict() and load it with load_state_dict()")
-    raise CheckpointError(
-        f"save({file!r}): cannot store a {type(obj).__name__} at '{path or '<root>'}'; "
-        "checkpoints hold tensors, dicts, lists, tuples and plain JSON values (no pickle)"
-    )
+    return _object_tree.encode(
+        obj, path, lambda v, p: _encode(v, p, arrays, names_by_id, file), names_by_id, file)
 
 
 def _join(path: str, key: Any) -> str:
@@ -229,10 +243,16 @@ def load(path: str | os.PathLike[str] | BinaryIO, map_location: Any = None, *,
             position to its end).
         map_location: a device (``"cpu"``, ``"cuda:0"``) for every tensor; by default each
             tensor goes back to the device it was saved from.
-        weights_only: accepted for ``torch.load``'s signature and ignored: a checkpoint holds
-            no code, so loading is always weights-only.
+        weights_only: True (the default, as in PyTorch 2.6): whole objects in the file are
+            rebuilt only if their classes are allowed (pullback.nn's layers, and what
+            :func:`add_safe_globals` or :class:`safe_globals` added). False: also classes of
+            modules this process has already imported. Either way no code from the file runs:
+            nothing is imported because the file names it, and no ``__init__`` or
+            ``__setstate__`` of a rebuilt class is called.
 
     Raises:
+        UnsafeGlobalError: ``weights_only`` and the file names a class that is not allowed
+            (a :class:`CheckpointError`; the message has the line that would allow it).
         CheckpointError: the file is truncated, malformed or not a safetensors file.
         FileNotFoundError: there is no such file.
     """
@@ -265,9 +285,17 @@ def load(path: str | os.PathLike[str] | BinaryIO, map_location: Any = None, *,
         structure = json.loads(meta[STRUCTURE_KEY])
     except (KeyError, ValueError, TypeError, RecursionError) as exc:
         raise CheckpointError(f"load({path!r}): malformed pullback metadata ({exc})") from None
-    made: dict[str, Tensor] = {}
+    return from_data(structure, arrays, path, target, weights_only is not False)
+
+
+def from_data(structure: Any, arrays: dict[str, Any], path: str, target: Device | None,
+              weights_only: bool) -> Any:
+    """What :func:`load` returns for a file's JSON structure and its arrays by name (wrapped
+    without copies: pullback.multiprocessing passes arrays in shared memory)."""
+    made: dict[str, Any] = {}
     try:
-        return _decode(structure, arrays, made, target, path)
+        with _object_tree.loading(weights_only):
+            return _decode(structure, arrays, made, target, path)
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         if isinstance(exc, CheckpointError):
             raise
@@ -305,9 +333,14 @@ def _to_numpy(info: dict[str, Any], name: str, path: str) -> np.ndarray:
     return np.frombuffer(bytes(info["data"]), dtype=dtype).reshape(info["shape"]).copy()
 
 
-def _make_tensor(arr: np.ndarray, device: Device, requires_grad: bool) -> Tensor:
+def _make_tensor(arr: np.ndarray, device: Device, requires_grad: bool,
+                 cls: type[Tensor] = Tensor) -> Tensor:
     data = arr if device.type == "cpu" else device.backend.from_host(arr, device.index or 0)
-    t = Tensor._wrap(data, device)
+    if cls is Tensor:
+        t = Tensor._wrap(data, device)
+    else:  # a subclass (Parameter): made without its __init__, as every rebuilt class
+        t = cls.__new__(cls)
+        t._init_leaf(data, device, False)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -345,8 +378,12 @@ def _decode(obj: Any, arrays: dict[str, np.ndarray], made: dict[str, Any],
                     f"load({path!r}): tensor '{name}' was saved on {device}, which is not "
                     "available here; pass map_location='cpu'"
                 )
-        made[name] = _make_tensor(arrays[name], device, bool(obj.get("requires_grad")))
+        cls = Tensor if "class" not in obj else _object_tree.tensor_class(obj["class"], path)
+        made[name] = _make_tensor(arrays[name], device, bool(obj.get("requires_grad")), cls)
         return made[name]
+    if any(marker in obj for marker in _object_tree.MARKERS):
+        return _object_tree.decode(obj, lambda v: _decode(v, arrays, made, target, path), made,
+                                   path)
     if "__tuple__" in obj:
         items = obj["__tuple__"]
         if not isinstance(items, list):

@@ -421,7 +421,42 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise TypeError("pullback tensors are not pickled; save them with pullback.save")
+        from .multiprocessing import _reductions
+
+        if _reductions.spawning():  # an argument of a process being started: shared memory
+            return _reductions.reduce_tensor(self)
+        raise TypeError("pullback tensors are not pickled; save them with pullback.save (or "
+                        "send them to other processes with pullback.multiprocessing)")
+
+    def share_memory_(self) -> Tensor:
+        """Move this tensor's memory into shared memory, as PyTorch: processes started
+        afterwards (``fork`` or ``spawn``), and tensors sent through ``Queue``, then see and
+        make the same changes. A no-op if it is shared already, and on non-CPU devices.
+
+        Tensors made as views of this one before the call keep the old memory (PyTorch moves
+        the whole storage; a pullback tensor owns its array).
+
+        Example:
+            >>> import pullback
+            >>> t = pullback.zeros(3).share_memory_()
+            >>> t.is_shared()
+            True
+        """
+        if self.device.type == "cpu":
+            from .multiprocessing import _reductions, _shared_memory
+
+            self.array = _shared_memory.share_array(self.array)
+            _reductions.register(type(self))
+        return self
+
+    def is_shared(self) -> builtins.bool:
+        """Whether this tensor is in shared memory (always True off the CPU, as PyTorch says
+        of CUDA tensors)."""
+        if self.device.type != "cpu":
+            return True
+        from .multiprocessing._shared_memory import mapping_of
+
+        return mapping_of(self.array) is not None
 
     def __format__(self, spec: str) -> str:
         """``f"{loss:.4f}"``: a 0-d tensor formats as its Python number, as in PyTorch; other

@@ -109,9 +109,16 @@ def partition(graph: Graph, joint: Joint) -> Partition:
     backward = Graph(constants=dict(graph.constants), nodes=backward_nodes,
                      outputs=list(v for v in joint.gradients), device=graph.device,
                      name=graph.name + ".backward")
-    # the backward reads the saved values and the tangents, in that order, as placeholders
+    # The backward reads the saved values and the tangents, in that order, as placeholders. A
+    # saved value gets a Value of its own there: the forward's is produced by a forward node,
+    # which a pass following producers (``reshape(reshape(x))``) would reach into, reading
+    # forward values that the backward graph does not have.
+    own: dict[Value, Value] = {}
     for k, v in enumerate(saved):
-        backward.placeholders.append(Placeholder("saved", f"saved{k}", v, position=k))
+        ph = backward.add_placeholder("saved", f"saved{k}", v.shape, v.dtype, position=k)
+        ph.value.weak = v.weak
+        own[v] = ph.value
+    backward.substitute(own)
     for j, ph in enumerate(joint.tangents):
         backward.placeholders.append(Placeholder("tangent", ph.name, ph.value, position=j))
     return Partition(forward, backward, len(graph.outputs), saved)

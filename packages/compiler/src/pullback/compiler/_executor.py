@@ -129,7 +129,8 @@ def _assign(w: _Writer, node: Node, call: str) -> list[str]:
     if node.layout == "aux":
         if len(outs) == 1:
             return [f"{outs[0]} = asarray({call}[0])"]
-        return [f"{outs[0]}, _saved = {call}", f"{', '.join(outs[1:])}, = _saved",
+        return [f"{outs[0]}, _saved = {call}",
+                f"{', '.join(outs[1:])}, = [s for s in _saved if s is not None]",
                 f"{outs[0]} = asarray({outs[0]})"]
     if isinstance(node.layout, tuple):
         lines = [f"_result = {call}"]

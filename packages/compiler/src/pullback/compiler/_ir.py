@@ -99,7 +99,8 @@ class Node:
         attrs: the keyword attributes.
         outputs: one Value per array the kernel returns.
         layout: how the kernel's result maps to ``outputs``: ``None`` (one array), ``"aux"``
-            (``(out, saved)``: out, then the saved arrays, as many as there are outputs), or a
+            (``(out, saved)``: out, then the saved arrays that are not ``None``, as many as
+            there are outputs), or a
             tuple of the positions of a tuple result that hold arrays (multi-output ops).
         meta: where in user code it was recorded (``"source"``: ``(file, line, function)``).
     """
@@ -271,8 +272,14 @@ class Graph:
         self.grads = [(ph, resolve(v, mapping)) for ph, v in self.grads]
 
     def verify(self) -> None:
-        """Check SSA form: every argument defined before use, every value defined once."""
+        """Check SSA form: every argument defined before use, every value defined once, and
+        each value's ``producer`` the node of this graph that defines it (``None`` for
+        placeholders and constants), since passes follow producers to match patterns."""
         defined: set[Value] = {ph.value for ph in self.placeholders} | set(self.constants)
+        for v in defined:
+            if v.producer is not None:
+                raise ValueError(f"%{v.id} is a placeholder or constant of {self.name} but "
+                                 f"names {v.producer!r} as its producer")
         for node in self.nodes:
             for v in node.input_values():
                 if v not in defined:
@@ -281,6 +288,9 @@ class Graph:
             for v in node.outputs:
                 if v in defined:
                     raise ValueError(f"%{v.id} is defined twice")
+                if v.producer is not node:
+                    raise ValueError(f"%{v.id}, an output of {node!r}, names {v.producer!r} as "
+                                     "its producer")
                 defined.add(v)
         for v in self.result_values():
             if v not in defined:

@@ -256,6 +256,8 @@ class Tracer(DispatchMode):
             return result
         node_of = result._node
         saved = getattr(node_of, "saved", None) if op.aux else None
+        if saved:  # an aux kernel's None (an LSTM's unprojected state) gets no value
+            saved = [s for s in saved if s is not None]
         out_types = [(result.shape, result.dtype)]
         if saved:
             out_types += [(s.shape, s.dtype) for s in saved]
@@ -307,6 +309,25 @@ class Tracer(DispatchMode):
             return ns
 
         update(namespace_of)
+
+    def on_write(self, tensor: Tensor, value: Any) -> None:
+        """An in-place write outside any graph (a batch norm's running statistics under
+        ``no_grad``): ``tensor`` holds ``value``'s value from now on, fitted to its shape and
+        dtype; the write-back at the end of a call is the graph's mutation of its placeholder."""
+        if self.broken is not None:
+            return
+        if isinstance(value, Tensor):
+            source, array = self.value_of(value), value.array
+        else:
+            array = np.asarray(value)
+            if array.dtype.kind not in "biuf":
+                self._fail(TraceError(f"an in-place write of {type(value).__name__} cannot be "
+                                      "recorded"))
+                return
+            source = self.graph.add_constant(array)
+        if self.binding(tensor) is None:
+            self._capture(tensor)  # a placeholder, for the write-back
+        self.bind(tensor, self.fit_value(source, array, tensor.array))
 
     # -- what the tracer cannot record -----------------------------------------------------------
     def on_host_read(self, tensor: Tensor, what: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..dispatch import state
+from ..dispatch import notify_write, state
 from ..dtypes import can_cast
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -84,8 +84,10 @@ def inplace(t: Tensor, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> 
         finally:
             state.grad_enabled = prev
         _write(t, result.array, name)
-    t._version[0] += 1
-    return t
+        t._version[0] += 1
+        if state.modes:
+            notify_write(t, result)
+        return t
 
 
 def setitem(t: Tensor, key: Any, value: Any) -> None:
@@ -133,6 +135,7 @@ def copy_(t: Tensor, src: Any) -> Tensor:
     if state.grad_enabled and (t._requires_grad or (isinstance(src, Tensor)
                                                     and src._requires_grad)):
         return inplace(t, copy, src)  # named copy: inplace reports it as copy_
+    source = src  # what the modes are told was written
     if isinstance(src, Tensor):
         if src.device is not t.device:
             src = src.to(t.device)
@@ -144,6 +147,8 @@ def copy_(t: Tensor, src: Any) -> Tensor:
         raise ShapeError(f"copy_: cannot copy shape {getattr(src, 'shape', ())} into "
                          f"{tuple(t.shape)} ({exc})") from None
     t._version[0] += 1
+    if state.modes:
+        notify_write(t, source)
     return t
 
 
@@ -166,6 +171,8 @@ def fill_(t: Tensor, value: Any) -> Tensor:
     _check_leaf(t, "fill_")
     t.array[...] = value
     t._version[0] += 1
+    if state.modes:
+        notify_write(t, value)
     return t
 
 

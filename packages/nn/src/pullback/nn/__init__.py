@@ -17,10 +17,10 @@ from .lora import LoRALinear, inject_lora, lora_state_dict, merge_lora, unmerge_
 from .module import Module  # noqa: E402
 from .modules import *  # noqa: E402,F401,F403
 from .modules import __all__ as _layers  # noqa: E402
-from .parameter import Parameter  # noqa: E402
+from .parameter import Buffer, Parameter  # noqa: E402
 
 __all__ = [
-    "LoRALinear", "Module", "ModuleDict", "ModuleList", "Parameter", "Sequential",
+    "Buffer", "LoRALinear", "Module", "ModuleDict", "ModuleList", "Parameter", "Sequential",
     "__version__", "functional", "init", "inject_lora", "lora_state_dict", "merge_lora",
     "unmerge_lora", "utils", *_layers,
 ]

@@ -17,7 +17,7 @@ import pullback
 from pullback.errors import CheckpointError
 from pullback.tensor import Tensor
 
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 
 class IncompatibleKeys(NamedTuple):
@@ -81,7 +81,7 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if "_forward_hooks" not in self.__dict__:
-            raise RuntimeError(
+            raise AttributeError(
                 f"{type(self).__name__}.__init__ did not call super().__init__()"
             )
         for hook in list(self._forward_pre_hooks.values()):
@@ -96,47 +96,42 @@ class Module:
         return out
 
     # -- registration ----------------------------------------------------------------------
+    # PyTorch's rules, check for check: assigning a Parameter, a Module or a Buffer registers
+    # it; re-assigning a registered name replaces the entry where it stands (the order of
+    # children(), named_*() and state_dict() is kept); a name registered as one kind and
+    # assigned another kind moves to the new table; None keeps a registered slot.
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
-        if "_parameters" not in d:
-            raise RuntimeError(
-                f"cannot assign '{name}' before {type(self).__name__}.__init__ called "
-                "super().__init__()"
-            )
-        params, buffers, modules = d["_parameters"], d["_buffers"], d["_modules"]
+        params = d.get("_parameters")
         if isinstance(value, Parameter):
-            self._forget(name)
-            params[name] = value
+            if params is None:
+                raise _before_init(self, "parameters")
+            _remove(name, d, d["_buffers"], d["_modules"], d["_non_persistent"])
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' of "
+                                f"{type(self).__name__} (a Parameter or None expected)")
+            self.register_parameter(name, value)
         elif isinstance(value, Module):
-            self._forget(name)
-            modules[name] = value
-        elif name in params:
+            if "_modules" not in d:
+                raise _before_init(self, "module")
+            _remove(name, d, d["_parameters"], d["_buffers"], d["_non_persistent"])
+            d["_modules"][name] = value
+        elif name in d.get("_modules", ()):
             if value is not None:
-                raise TypeError(
-                    f"cannot assign {type(value).__name__} as parameter '{name}' of "
-                    f"{type(self).__name__} (a Parameter or None is expected)"
-                )
-            params[name] = None
-        elif name in modules:
-            if value is not None:
-                raise TypeError(f"cannot assign {type(value).__name__} as submodule '{name}' "
-                                f"of {type(self).__name__} (a Module or None is expected)")
-            modules[name] = None
-        elif name in buffers:
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                f"of {type(self).__name__} (a Module or None expected)")
+            d["_modules"][name] = value
+        elif isinstance(value, Buffer) or name in d.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign {type(value).__name__} as buffer '{name}' of "
-                                f"{type(self).__name__} (a Tensor or None is expected)")
-            buffers[name] = value
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' of "
+                                f"{type(self).__name__} (a Buffer, a Tensor or None expected)")
+            persistent = value.persistent if isinstance(value, Buffer) else \
+                name not in d["_non_persistent"]
+            self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
-
-    def _forget(self, name: str) -> None:
-        """Remove ``name`` from every registry and the instance dict (before re-registering)."""
-        d = self.__dict__
-        d.pop(name, None)
-        for table in ("_parameters", "_buffers", "_modules"):
-            d[table].pop(name, None)
-        d["_non_persistent"].discard(name)
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
@@ -162,34 +157,40 @@ class Module:
         return sorted(names)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        """Register ``param`` (or ``None``, an absent optional parameter) under ``name``."""
-        _check_name(self, name)
+        """Register ``param`` (or ``None``, an absent optional parameter) under ``name``; a
+        parameter already registered there is replaced in its place."""
+        if "_parameters" not in self.__dict__:
+            raise _before_init(self, "parameter")
+        _check_name(self, "parameter", name, self._parameters)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"register_parameter('{name}'): expected a Parameter or None, got "
-                            f"{type(param).__name__}")
-        self._forget(name)
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(a Parameter or None required)")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
-        """Register a tensor that is state but not a parameter (running statistics...).
+        """Register a tensor that is state but not a parameter (running statistics...); a
+        buffer already registered there is replaced in its place.
 
         Non-persistent buffers move with ``to()`` but stay out of ``state_dict()``.
         """
-        _check_name(self, name)
+        if "_buffers" not in self.__dict__:
+            raise _before_init(self, "buffer")
+        _check_name(self, "buffer", name, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"register_buffer('{name}'): expected a Tensor or None, got "
-                            f"{type(tensor).__name__}")
-        self._forget(name)
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(a Tensor or None required)")
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        """Register a submodule under ``name``."""
-        _check_name(self, name, allow_digits=True)
+        """Register a submodule under ``name`` (a submodule already there is replaced in its
+        place)."""
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"add_module('{name}'): {type(module).__name__} is not a Module")
-        self._forget(name)
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        _check_name(self, "module", name, self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -476,17 +477,83 @@ class Module:
         new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
+    @classmethod
+    def _validate_loaded_state(cls, state: dict[str, Any], where: str) -> None:
+        """Check the attributes ``pullback.load`` is about to give a Module it rebuilt from a
+        file (without ``__init__``): every registry ``Module.__init__`` makes is there, of its
+        type, and holds what it registers. ``where`` names the file and the module.
+
+        Raises:
+            CheckpointError: naming the attribute and what it holds instead.
+        """
+        reference = Module.__new__(Module)
+        Module.__init__(reference)
+        for name, default in vars(reference).items():
+            if name not in state:
+                raise CheckpointError(f"{where}: the Module attribute '{name}' is missing")
+            if type(state[name]) is not type(default):
+                raise CheckpointError(f"{where}: the Module attribute '{name}' is a "
+                                      f"{type(state[name]).__name__}, not a "
+                                      f"{type(default).__name__}")
+        for registry, kind in (("_parameters", Parameter), ("_buffers", Tensor),
+                               ("_modules", Module)):
+            for key, value in state[registry].items():
+                if not isinstance(key, str) or not (value is None or isinstance(value, kind)):
+                    raise CheckpointError(
+                        f"{where}: {registry}[{key!r}] is a {type(value).__name__}, not a "
+                        f"{kind.__name__} or None")
+        for name in vars(reference):
+            if name.endswith("_hooks") and not all(callable(h) for h in state[name].values()):
+                raise CheckpointError(f"{where}: {name} holds something that is not callable")
+
+    def share_memory(self) -> Module:
+        """Move every parameter, buffer and existing gradient into shared memory (see
+        ``Tensor.share_memory_``), as PyTorch, so that processes started afterwards update
+        this module's numbers (a Hogwild! trainer); returns ``self``."""
+        for t in [*self.parameters(), *self.buffers()]:
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
+        return self
+
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise TypeError("pullback modules are not pickled; save model.state_dict() with "
-                        "pullback.save")
+        from pullback.multiprocessing import _reductions
+
+        if _reductions.spawning():  # an argument of a process being started: sent as data
+            return _reductions.reduce_module(self)
+        raise TypeError("pullback modules are not pickled; save them with pullback.save "
+                        "(or pass them to a process of pullback.multiprocessing)")
 
 
-def _check_name(module: Module, name: str, allow_digits: bool = False) -> None:
-    if not isinstance(name, str) or not name or "." in name:
-        raise KeyError(f"{type(module).__name__}: invalid name {name!r} (a non-empty string "
-                       "without dots)")
-    if name in module.__dict__ and name not in ("training",):
-        raise KeyError(f"{type(module).__name__}: attribute '{name}' already exists")
+def _check_name(module: Module, kind: str, name: Any, table: dict[str, Any]) -> None:
+    """PyTorch's checks of a name to register (and its exception classes)."""
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+    if name not in table and hasattr(module, name):
+        raise KeyError(f"attribute '{name}' already exists")
+
+
+def _before_init(module: Module, what: str) -> AttributeError:
+    return AttributeError(f"cannot assign {what} before Module.__init__() call (call "
+                          f"super().__init__() first in {type(module).__name__}.__init__)")
+
+
+def _remove(name: str, *tables: Any) -> None:
+    """Drop ``name`` from each dict or set (an assignment moving it to another table)."""
+    for table in tables:
+        if isinstance(table, set):
+            table.discard(name)
+        else:
+            table.pop(name, None)
+
+
+def _typename(value: Any) -> str:
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _is_dtype(a: Any) -> bool:

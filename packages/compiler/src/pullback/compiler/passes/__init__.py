@@ -51,6 +51,7 @@ def optimize(graph: Graph, passes: Sequence[str | GraphPass] | None = None
     pipeline = DEFAULT_PIPELINE if passes is None else passes
     report = []
     current = graph.copy()
+    current.verify()
     for p in pipeline:
         fn = get_pass(p)
         before = len(current.nodes)

@@ -53,7 +53,7 @@ def _bind(a: Any, constants: dict[Value, Any]) -> Any:
 
 def _outputs(node: Any, result: Any) -> list[Any]:
     if node.layout == "aux":
-        return [result[0], *result[1]][:len(node.outputs)]
+        return [result[0], *(s for s in result[1] if s is not None)][:len(node.outputs)]
     if isinstance(node.layout, tuple):
         return [result[p] for p in node.layout]
     return [result]

@@ -138,3 +138,8 @@ def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
 
 
 __all__ = ["remove_spectral_norm", "remove_weight_norm", "spectral_norm", "weight_norm"]
+
+
+# Modules hold these hooks in their _forward_pre_hooks: pullback.load may rebuild them from a
+# whole-model file (pullback._safe_globals collects every pullback.nn module's _SAFE_GLOBALS).
+_SAFE_GLOBALS = (_WeightNormHook, _SpectralNormHook)
