@@ -3,10 +3,11 @@
 An ``Example:`` heading (pullback's habit) is Google style's ``Examples:``, so that its doctest
 lines render as code, not as Markdown, and a reST literal block (a paragraph ending in ``::``)
 is a fenced code block. And pullback's docstrings name other objects the Sphinx way
-(``:func:`pullback.tensor```, ``:class:`~pullback.nn.Module```), which Markdown would show as raw markup. Each role becomes an
-optional mkdocs-autorefs reference: a link to the API page where the object is documented, and
-plain code where it is not (an optional reference never fails the ``--strict`` build). A name
-without a dot-path is looked up next to the documented object (its module, then its package).
+(``:func:`pullback.tensor```, ``:class:`~pullback.nn.Module```), which Markdown would show as
+raw markup. Each role becomes an optional mkdocs-autorefs reference: a link to the API page
+where the object is documented, and plain code where it is not (an optional reference never
+fails the ``--strict`` build). A name without a dot-path is looked up in the documented
+object's module.
 """
 
 from __future__ import annotations
