@@ -67,6 +67,8 @@ def _attributes(node: Any, label: str, opsets: dict[str, int], outer: set[str],
             value = [Program(g, opsets, outer, depth + 1) for g in value]
         elif isinstance(value, bytes):
             value = value.decode("utf-8", errors="replace")
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", errors="replace") for v in value]
         values[a.name] = value
     return values
 

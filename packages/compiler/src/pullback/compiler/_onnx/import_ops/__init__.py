@@ -7,7 +7,8 @@ omitted optional input, a list for a sequence), its attributes and a :class:`Nod
 returning the node's outputs; it is written with pullback's own differentiable ops, so an
 imported model trains. Converters live by family, one module each (:mod:`.elementwise`,
 :mod:`.reduce`, :mod:`.shape`, :mod:`.nn`, :mod:`.attention`, :mod:`.recurrent`,
-:mod:`.control_flow`, :mod:`.quantization`, :mod:`.loss`, :mod:`.sequence`).
+:mod:`.control_flow`, :mod:`.quantization`, :mod:`.loss`, :mod:`.sequence`,
+:mod:`.pool`, :mod:`.resize`, :mod:`.indexing`, :mod:`.matmul`, :mod:`.detection`).
 
 A converter raises :class:`NotImplementedError` for a form of its operator it does not handle
 (the importer reports it as an ``OnnxImportError`` naming the node); sizes, axes and other
@@ -107,5 +108,5 @@ def text(value: Any) -> str:
 FIXED_INPUTS = {"BatchNormalization": (3, 4)}
 
 from . import (  # noqa: E402,F401  (each family registers its converters)
-    attention, control_flow, elementwise, indexing, loss, matmul, nn, pool, quantization,
+    attention, control_flow, detection, elementwise, indexing, loss, matmul, nn, pool, quantization,
     recurrent, reduce, resize, sequence, shape)

@@ -154,6 +154,17 @@ def _cast(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> list[Any]
     return [x.to(dtype)]
 
 
+@converter("BitCast")
+def _bit_cast(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> list[Any]:
+    """The same bytes (little endian) read as another type of the same width."""
+    x, dtype = ins[0], onnx_dtype(attrs["to"])
+    if dtype.itemsize != x.dtype.itemsize:
+        raise ValueError(f"BitCast from {x.dtype} to {dtype}: the widths differ")
+    array = np.ascontiguousarray(x.detach().numpy())
+    return [pb.tensor(array.view(dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype)
+                      .astype(dtype))]
+
+
 @converter("CastLike")
 def _cast_like(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> list[Any]:
     x, like = ins

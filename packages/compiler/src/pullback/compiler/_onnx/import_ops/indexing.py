@@ -109,7 +109,7 @@ def _scatter_nd(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> lis
     lead, rest = tuple(x.shape[:depth]), tuple(x.shape[depth:])
     strides = np.cumprod((lead[1:] + (1,))[::-1])[::-1].astype(np.int64)
     flat_index = sum((positive(indices[..., i], lead[i]) * int(strides[i])
-                      for i in range(depth)), pb.zeros(tuple(indices.shape[:-1]), np.int64))
+                      for i in range(depth)), pb.zeros(tuple(indices.shape[:-1]), dtype=np.int64))
     flat_index = flat_index.reshape((-1,))
     rows = x.reshape((math.prod(lead),) + rest)
     values = updates.reshape((flat_index.shape[0],) + rest)
@@ -194,3 +194,21 @@ def _reverse_sequence(ins: list[Any], attrs: dict[str, Any], node: NodeContext) 
     full = np.broadcast_to(index.reshape(shape), x.shape)
     return [pb.take_along_axis(x, pb.tensor(np.ascontiguousarray(full).astype(np.int64)),
                                time_axis)]
+
+
+@converter("TensorScatter")
+def _tensor_scatter(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> list[Any]:
+    """A cache with ``update`` written along ``axis`` from each batch's ``write_indices``
+    (wrapping round with ``mode="circular"``)."""
+    cache, update = ins[0], ins[1]
+    axis = _axis(attrs.get("axis", -2), cache.ndim)
+    starts = ints(ins[2]) if optional(ins, 2) is not None else [0] * cache.shape[0]
+    size, length = cache.shape[axis], update.shape[axis]
+    circular = text(attrs.get("mode", "linear")) == "circular"
+    rows = []
+    for b, start in enumerate(starts):
+        positions = np.arange(start, start + length)
+        positions = positions % size if circular else positions
+        rows.append(cache[b].index_copy(axis - 1, pb.tensor(positions.astype(np.int64)),
+                                        update[b]))
+    return [pb.stack(rows, axis=0)]

@@ -40,6 +40,22 @@ def _conv(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> list[Any]
                  groups=int(attrs.get("group", 1)))]
 
 
+@converter("CausalConvWithState")
+def _causal_conv_with_state(ins: list[Any], attrs: dict[str, Any], node: NodeContext
+                            ) -> list[Any]:
+    """A depthwise 1-d convolution over the past state and the input (no future tap), and the
+    last ``k - 1`` steps as the next state."""
+    x, w, b, past = ins[0], ins[1], optional(ins, 2), optional(ins, 3)
+    k = w.shape[2]
+    if past is None:
+        past = pb.zeros((x.shape[0], x.shape[1], k - 1), dtype=x.dtype)
+    padded = pb.cat([past, x], axis=2)
+    y = F.conv1d(padded, w, b, groups=x.shape[1])
+    if text(attrs.get("activation", "none")) in ("silu", "swish"):
+        y = (y.to(np.float32) * pb.sigmoid(y.to(np.float32))).to(x.dtype)
+    return [y, padded.narrow(2, padded.shape[2] - (k - 1), k - 1)]
+
+
 @converter("ConvTranspose")
 def _conv_transpose(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> list[Any]:
     """Computed unpadded, then cropped by ``pads`` (or to ``output_shape``); the bias is
@@ -54,7 +70,10 @@ def _conv_transpose(ins: list[Any], attrs: dict[str, Any], node: NodeContext) ->
     full = [s * (n - 1) + e + (k - 1) * d + 1
             for n, s, e, k, d in zip(x.shape[2:], strides, extra, kernel, dilations)]
     auto_pad = text(attrs.get("auto_pad", "NOTSET"))
-    if "output_shape" in attrs or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    if "pads" in attrs:  # the pads decide; output_shape is then only a check
+        pads = list(attrs["pads"])
+        begin, end = pads[:spatial], pads[spatial:]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         target = list(attrs["output_shape"])[-spatial:] if "output_shape" in attrs else \
             [n * s for n, s in zip(x.shape[2:], strides)]
         totals = [f - t for f, t in zip(full, target)]
@@ -62,14 +81,15 @@ def _conv_transpose(ins: list[Any], attrs: dict[str, Any], node: NodeContext) ->
             begin, end = [t // 2 for t in totals], [t - t // 2 for t in totals]
         else:
             begin, end = [t - t // 2 for t in totals], [t // 2 for t in totals]
-    elif auto_pad == "VALID":
-        begin, end = [0] * spatial, [0] * spatial
+    elif "output_shape" in attrs:  # cut (or grown) at the end
+        target = list(attrs["output_shape"])[-spatial:]
+        begin, end = [0] * spatial, [f - t for f, t in zip(full, target)]
     else:
-        pads = list(attrs.get("pads", [0] * 2 * spatial))
-        begin, end = pads[:spatial], pads[spatial:]
+        begin, end = [0] * spatial, [0] * spatial
     y = conv(x, w, None, stride=strides, padding=0, output_padding=0,
              groups=int(attrs.get("group", 1)), dilation=dilations)
-    y = pad(y, [0, 0] + [-p for p in begin], [0, 0] + [-p for p in end])
+    # the product is ``full`` less output_padding: grow that, crop the pads
+    y = pad(y, [0, 0] + [-p for p in begin], [0, 0] + [e - p for p, e in zip(end, extra)])
     if b is not None:
         y = y + b.reshape((1, -1) + (1,) * spatial)
     return [y]

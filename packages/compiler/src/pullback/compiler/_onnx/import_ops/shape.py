@@ -243,7 +243,11 @@ def _depth_to_space(ins: list[Any], attrs: dict[str, Any], node: NodeContext) ->
 def _space_to_depth(ins: list[Any], attrs: dict[str, Any], node: NodeContext) -> list[Any]:
     x, size = ins[0], int(attrs["blocksize"])
     n, c, h, w = x.shape
-    y = x.reshape((n, c, h // size, size, w // size, size)).permute(0, 3, 5, 1, 2, 4)
+    y = x.reshape((n, c, h // size, size, w // size, size))
+    if text(attrs.get("mode", "DCR")) == "CRD":  # opset 25's mode: channels first
+        y = y.permute(0, 1, 3, 5, 2, 4)
+    else:
+        y = y.permute(0, 3, 5, 1, 2, 4)
     return [y.reshape((n, c * size ** 2, h // size, w // size))]
 
 
