@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import re
 import sys
-import time
 import warnings
 from collections import Counter, defaultdict
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child_pool import ChildPool  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "compiler.md"
@@ -116,58 +117,6 @@ def _worker(conn: Connection, pattern: str) -> None:
         conn.send((name, status, detail, _run_onnxruntime(case)))
 
 
-class _Pool:
-    """Workers that each run one case at a time; one that passes ``timeout`` or dies is
-    replaced and its case recorded as ``timeout`` or ``crash``."""
-
-    def __init__(self, jobs: int, pattern: str, timeout: float) -> None:
-        self.pattern, self.timeout = pattern, timeout
-        self.context = mp.get_context("spawn")
-        self.idle: list[tuple[Any, Connection]] = []
-        self.busy: dict[Connection, tuple[Any, str, float]] = {}
-        for _ in range(jobs):
-            self.idle.append(self._start())
-
-    def _start(self) -> tuple[Any, Connection]:
-        parent, child = self.context.Pipe()
-        process = self.context.Process(target=_worker, args=(child, self.pattern), daemon=True)
-        process.start()
-        if not parent.poll(300) or parent.recv() != "ready":
-            raise RuntimeError("onnx_conformance: a worker did not start")
-        return process, parent
-
-    def run(self, names: list[str], report: Any) -> None:
-        pending = list(reversed(names))
-        while pending or self.busy:
-            while pending and self.idle:
-                process, conn = self.idle.pop()
-                name = pending.pop()
-                conn.send(name)
-                self.busy[conn] = (process, name, time.monotonic())
-            for conn in wait(list(self.busy), timeout=1.0):
-                process, name, _ = self.busy.pop(conn)
-                try:
-                    report(*conn.recv())
-                    self.idle.append((process, conn))
-                except EOFError:
-                    report(name, "crash", f"exit code {process.join(5) or process.exitcode}",
-                           "unknown")
-                    self.idle.append(self._start())
-            now = time.monotonic()
-            for conn, (process, name, started) in list(self.busy.items()):
-                if now - started > self.timeout:
-                    process.kill()
-                    process.join()
-                    del self.busy[conn]
-                    report(name, "timeout", f"over {self.timeout:.0f} s", "unknown")
-                    self.idle.append(self._start())
-
-    def close(self) -> None:
-        for process, conn in self.idle:
-            conn.send(None)
-            process.join(10)
-
-
 def _operator_of(name: str, operators: dict[str, str]) -> str:
     """The operator a case tests: the longest operator name (as ``test_<name>_...`` writes
     it, lower case with or without underscores) that the case's name starts with."""
@@ -247,9 +196,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def report(name: str, status: str, detail: str, ort_status: str) -> None:
         results[name] = {"pullback": status, "detail": detail, "ort": ort_status}
 
-    pool = _Pool(args.jobs, args.pattern, args.timeout)
+    pool = ChildPool(args.jobs, _worker, (args.pattern,), args.timeout)
     try:
-        pool.run(names, report)
+        pool.run(names, report, lambda name, status, detail: report(name, status, detail,
+                                                                      "unknown"))
     finally:
         pool.close()
     ort_passed = [n for n, r in results.items() if r["ort"] == "pass"]

@@ -18,7 +18,7 @@ import math
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ..errors import OnnxImportError
 
@@ -60,21 +60,27 @@ def _safe_path(base: Path, location: str, what: str) -> Path:
     return resolved
 
 
-def _read(path: Path, offset: int, length: int, what: str) -> bytes:
+def open_regular(path: Path, what: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file (never blocking on a FIFO, never a
+    device or a folder); else an error naming ``what``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise OnnxImportError(f"import_onnx: {what}: external data {str(path)!r} cannot be "
-                              f"opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise OnnxImportError(f"import_onnx: {what}: external data {str(path)!r} is not a "
-                                  "regular file")
-        if offset < 0 or length < 0 or offset + length > info.st_size:
+        raise OnnxImportError(f"import_onnx: {what}: {str(path)!r} cannot be opened "
+                              f"({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OnnxImportError(f"import_onnx: {what}: {str(path)!r} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def _read(path: Path, offset: int, length: int, what: str) -> bytes:
+    with open_regular(path, f"{what}: external data") as f:
+        size = os.fstat(f.fileno()).st_size
+        if offset < 0 or length < 0 or offset + length > size:
             raise OnnxImportError(f"import_onnx: {what}: external data asks for bytes "
                                   f"{offset} to {offset + length} of {str(path)!r}, which "
-                                  f"has {info.st_size}")
+                                  f"has {size}")
         f.seek(offset)
         data = f.read(length)
     if len(data) != length:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from pullback.tensor import Tensor
 
 from .._export import distinct
 from ..errors import OnnxImportError
-from .external_data import load_external_data
+from .external_data import load_external_data, open_regular
 from .import_ops import FIXED_INPUTS
 from .program import Program
 from .tensors import array_from_proto
@@ -38,17 +37,10 @@ MAX_MODEL_BYTES = 2 ** 31  # protobuf's own limit for one message
 
 
 def _read_model_file(path: Path) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise OnnxImportError(f"import_onnx: {str(path)!r} cannot be opened "
-                              f"({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise OnnxImportError(f"import_onnx: {str(path)!r} is not a regular file")
-        if info.st_size > MAX_MODEL_BYTES:
-            raise OnnxImportError(f"import_onnx: {str(path)!r} is {info.st_size} bytes, over "
+    with open_regular(path, "the model") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_MODEL_BYTES:
+            raise OnnxImportError(f"import_onnx: {str(path)!r} is {size} bytes, over "
                                   "protobuf's 2 GiB (keep large weights as external data)")
         return f.read(MAX_MODEL_BYTES + 1)
 

@@ -25,9 +25,9 @@ from typing import Any, Callable
 
 from ..errors import OnnxImportError
 from .import_ops import Converter, NodeContext, lookup, supported
-from .tensors import tensor_from_proto
+from .tensors import element_dtype, tensor_from_proto
 
-MAX_NESTING = 32  # subgraphs inside subgraphs; real models nest two or three deep
+MAX_NESTING = 16  # subgraphs inside subgraphs; real models nest two or three deep
 
 
 def node_label(node: Any, index: int) -> str:
@@ -135,6 +135,14 @@ def _free_names(graph: Any) -> list[str]:
     return [n for node in graph.node for n in _reads(node) if n not in defined]
 
 
+def _check_type(value: Any) -> None:
+    """A graph input or output of a tensor type a pullback Tensor cannot hold is refused when
+    the model is imported, not when a value of it arrives."""
+    kind = value.type.WhichOneof("value")
+    if kind == "tensor_type" and value.type.tensor_type.elem_type:
+        element_dtype(value.type.tensor_type.elem_type, f"graph value {value.name!r}")
+
+
 class Program:
     """A checked graph: its constants (initializers), its steps in a valid order, the names
     of its inputs and outputs."""
@@ -152,6 +160,8 @@ class Program:
             self.constants[init.name] = tensor_from_proto(init)
         initializers = {t.name for t in graph.initializer}
         self.input_names = [i.name for i in graph.input if i.name not in initializers]
+        for value in list(graph.input) + list(graph.output):
+            _check_type(value)
         known = set(outer) | initializers | set(self.input_names)
         self.steps: list[Step] = []
         for index, node in _sorted_nodes(graph, known):
