@@ -138,8 +138,7 @@ def _free_names(graph: Any) -> list[str]:
 def _check_type(value: Any) -> None:
     """A graph input or output of a tensor type a pullback Tensor cannot hold is refused when
     the model is imported, not when a value of it arrives."""
-    kind = value.type.WhichOneof("value")
-    if kind == "tensor_type" and value.type.tensor_type.elem_type:
+    if value.type.WhichOneof("value") == "tensor_type":
         element_dtype(value.type.tensor_type.elem_type, f"graph value {value.name!r}")
 
 
@@ -160,7 +159,13 @@ class Program:
             self.constants[init.name] = tensor_from_proto(init)
         initializers = {t.name for t in graph.initializer}
         self.input_names = [i.name for i in graph.input if i.name not in initializers]
-        for value in list(graph.input) + list(graph.output):
+        for value in graph.input:
+            if value.name in initializers:
+                continue
+            if depth == 0 and value.type.WhichOneof("value") is None:
+                raise OnnxImportError(f"import_onnx: graph input {value.name!r} has no type")
+            _check_type(value)
+        for value in graph.output:
             _check_type(value)
         known = set(outer) | initializers | set(self.input_names)
         self.steps: list[Step] = []
