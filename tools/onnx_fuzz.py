@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child_pool import ChildPool  # noqa: E402
 
-MEMORY_CAP = 4 << 30  # bytes of address space a child may map: a huge allocation fails
+MEMORY_CAP = 2 << 30  # bytes of address space a child may map: a huge allocation fails
 
 
 def seed_models(limit_nodes: int = 150) -> list[bytes]:
@@ -173,6 +173,9 @@ def _inputs(net: Any, model: Any) -> list[Any]:
     by_name = {i.name: i for i in model.graph.input}
     arrays = []
     for name in net.input_names:
+        if by_name[name].type.WhichOneof("value") != "tensor_type":
+            arrays.append([])  # a sequence input: empty
+            continue
         t = by_name[name].type.tensor_type
         dims = [d.dim_value if 0 < d.dim_value <= 64 else 1 for d in t.shape.dim]
         arrays.append(np.zeros(dims, helper.tensor_dtype_to_np_dtype(t.elem_type)))
