@@ -2,16 +2,20 @@
 
 The model's float initializers become Parameters (trainable, in ``state_dict`` under their
 ONNX names with ``.`` and other characters a Module name cannot hold replaced), its other
-initializers (integers, batch norm's running statistics) and ``Constant`` nodes constant
-Tensors. ``forward`` runs the nodes in order with
-pullback's ops (:mod:`.import_ops`): autograd records them as any eager forward, so
-``loss.backward()`` and an optimizer step work, and :func:`pullback.compiler.compile` can
-capture it. Every operator is checked when the model is imported: an unsupported one is an
-:class:`~pullback.compiler.OnnxImportError` naming it, its node and the model's opset.
+initializers (integers, batch norm's running statistics) constant Tensors. The graph is
+checked and ordered when it is imported (:class:`.program.Program`); ``forward`` runs its
+nodes with pullback's ops (:mod:`.import_ops`): autograd records them as any eager forward,
+so ``loss.backward()`` and an optimizer step work, and :func:`pullback.compiler.compile` can
+capture it.
+
+What the importer reads: the model (a path, bytes or an ``onnx.ModelProto``) and, for
+tensors stored outside it, files below the folder the caller names (:mod:`.external_data`).
+It never executes anything from the file, and never writes.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,40 +23,137 @@ from typing import Any
 import numpy as np
 
 import pullback as pb
+import pullback.nn as nn
 from pullback.tensor import Tensor
 
 from .._export import distinct
 from ..errors import OnnxImportError
+from .external_data import load_external_data, open_regular
+from .import_ops import FIXED_INPUTS
+from .program import Program
+from .tensors import array_from_proto
+
+MAX_MODEL_BYTES = 2 ** 31  # protobuf's own limit for one message
 
 
-def _load(model: Any) -> Any:
+def _read_model_file(path: Path) -> bytes:
+    with open_regular(path, "the model") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_MODEL_BYTES:
+            raise OnnxImportError(f"import_onnx: {str(path)!r} is {size} bytes, over "
+                                  "protobuf's 2 GiB (keep large weights as external data)")
+        return f.read(MAX_MODEL_BYTES + 1)
+
+
+def _parse(data: bytes, source: str) -> Any:
+    from onnx import ModelProto
+
+    model = ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as exc:  # noqa: BLE001  (protobuf's DecodeError and its kin)
+        raise OnnxImportError(f"import_onnx: {source} is not an ONNX model ({exc})") from None
+    return model
+
+
+def load_model(model: Any, base_dir: str | os.PathLike[str] | None) -> Any:
+    """The ModelProto to import (a copy: the caller's is never changed), its external data
+    read from below ``base_dir`` (a path's own folder when not given)."""
     from . import _onnx
 
     onnx = _onnx()
-
-    if isinstance(model, (str, Path)):
-        return onnx.load(str(model))
-    if isinstance(model, onnx.ModelProto):
-        return model
-    raise TypeError(f"import_onnx: expected a path or an onnx.ModelProto, got "
-                    f"{type(model).__name__}")
-
-
-def _attributes(node: Any) -> dict[str, Any]:
-    from onnx import helper
-
-    values = {}
-    for a in node.attribute:
-        value = helper.get_attribute_value(a)
-        values[a.name] = value.decode() if isinstance(value, bytes) else value
-    return values
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        proto = _parse(_read_model_file(path), repr(str(path)))
+        base_dir = path.resolve().parent if base_dir is None else base_dir
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        proto = _parse(bytes(model), "the bytes given")
+    elif isinstance(model, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+    else:
+        raise TypeError(f"import_onnx: expected a path, bytes or an onnx.ModelProto, got "
+                        f"{type(model).__name__}")
+    load_external_data(proto, base_dir)
+    return proto
 
 
-def import_onnx(model: Any) -> Any:
+def _opsets(proto: Any) -> dict[str, int]:
+    opsets = {}
+    for entry in proto.opset_import:
+        domain = "" if entry.domain in ("", "ai.onnx") else entry.domain
+        opsets[domain] = int(entry.version)
+    opsets.setdefault("", 1)  # the first IR versions had no opset_import: opset 1
+    return opsets
+
+
+class OnnxModule(nn.Module):
+    """An imported ONNX graph (see :func:`pullback.compiler.import_onnx`).
+
+    Attributes:
+        opset: the model's ai.onnx opset.
+        input_names, output_names: the graph's inputs (initializers excluded) and outputs.
+    """
+
+    def __init__(self, proto: Any) -> None:
+        super().__init__()
+        graph = proto.graph
+        opsets = _opsets(proto)
+        self.opset = opsets.get("", 0)
+        self._slots: dict[str, str] = {}
+        used: set[str] = set()
+        fixed = {n.input[i] for n in graph.node for i in FIXED_INPUTS.get(n.op_type, ())
+                 if i < len(n.input)}
+        for init in graph.initializer:
+            if init.name in self._slots:
+                raise OnnxImportError(f"import_onnx: two initializers are named {init.name!r}")
+            array = array_from_proto(init, f"initializer {init.name!r}")
+            if array.dtype.kind == "f" and init.name not in fixed:
+                slot = _slot(init.name, used)
+                self.register_parameter(slot, nn.Parameter(pb.tensor(array)))
+                self._slots[init.name] = slot
+        self._program = Program(graph, opsets, parameters=self._slots)
+        self.input_names = self._program.input_names
+        self.output_names = self._program.output_names
+
+    def forward(self, *inputs: Any) -> Any:
+        """The graph's outputs for ``inputs`` (Tensors, arrays or lists for sequence inputs,
+        in the graph's input order): one, or a tuple of several."""
+        if len(inputs) != len(self.input_names):
+            raise TypeError(f"the ONNX model takes {len(self.input_names)} inputs "
+                            f"({', '.join(self.input_names)}), got {len(inputs)}")
+        env: dict[str, Any] = {name: getattr(self, slot) for name, slot in self._slots.items()}
+        for name, x in zip(self.input_names, inputs):
+            env[name] = _as_value(x)
+        results = self._program.run(env, run_subgraph)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+def _as_value(x: Any) -> Any:
+    if x is None or isinstance(x, Tensor):
+        return x
+    if isinstance(x, list):
+        return [_as_value(v) for v in x]
+    return pb.tensor(np.asarray(x))
+
+
+def run_subgraph(program: Program, inputs: list[Any], scope: dict[str, Any]) -> list[Any]:
+    """Run a control-flow body: the enclosing graph's values visible, ``inputs`` bound to the
+    body's inputs."""
+    env = dict(scope)
+    env.update(zip(program.input_names, inputs))
+    return program.run(env, run_subgraph)
+
+
+def import_onnx(model: Any, *, base_dir: str | os.PathLike[str] | None = None) -> OnnxModule:
     """Load an ONNX model as a pullback Module.
 
     Args:
-        model: a path to an ``.onnx`` file or an ``onnx.ModelProto``.
+        model: a path to an ``.onnx`` file, its bytes, or an ``onnx.ModelProto``.
+        base_dir: the folder that tensors stored outside the model (ONNX's external data)
+            are read from; only files below it are read. Defaults to the model file's
+            folder for a path; a model given as bytes or a ModelProto reads no external data
+            unless it is given.
 
     Returns:
         An ``nn.Module`` whose ``forward(*inputs)`` takes the graph's inputs (Tensors or
@@ -60,87 +161,17 @@ def import_onnx(model: Any) -> Any:
         several. Its float initializers are Parameters: it trains.
 
     Raises:
-        OnnxImportError: an operator outside the default domain or without a pullback form
-            (the message names the operator, the node and the opset).
+        OnnxImportError: a file that is not a valid model (a cycle, a value read before any
+            node writes it, an output nothing produces, a tensor whose data does not match
+            its dims, external data outside ``base_dir``...) or an operator without a
+            pullback form; the message names the node, tensor or file.
         ImportError: the ``onnx`` package is not installed.
 
     Example:
         >>> net = pc.import_onnx("mlp.onnx")  # doctest: +SKIP
         >>> net(pb.randn(8, 4)).sum().backward()  # doctest: +SKIP
     """
-    import pullback.nn as nn
-
-    from .import_ops import FIXED_INPUTS, IMPORT_OPS
-
-    proto = _load(model)
-    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
-    graph = proto.graph
-    for node in graph.node:
-        if node.domain not in ("", "ai.onnx") or (node.op_type not in IMPORT_OPS
-                                                  and node.op_type != "Constant"):
-            raise OnnxImportError(
-                f"import_onnx: operator {node.op_type!r} (domain {node.domain or 'ai.onnx'!r}, "
-                f"opset {opset}, node {node.name!r}) has no pullback form; supported: "
-                f"{', '.join(sorted(IMPORT_OPS))}, Constant")
-
-    class OnnxModule(nn.Module):
-        """An imported ONNX graph (see :func:`pullback.compiler.import_onnx`)."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            from onnx import numpy_helper
-
-            self.opset = opset
-            self._slots: dict[str, str] = {}
-            self._constants: dict[str, Tensor] = {}
-            used: set[str] = set()
-            fixed = {n.input[i] for n in graph.node for i in FIXED_INPUTS.get(n.op_type, ())
-                     if i < len(n.input)}
-            for init in graph.initializer:
-                array = np.array(numpy_helper.to_array(init))
-                if array.dtype.kind == "f" and init.name not in fixed:
-                    slot = _slot(init.name, used)
-                    self.register_parameter(slot, nn.Parameter(pb.tensor(array)))
-                    self._slots[init.name] = slot
-                else:
-                    self._constants[init.name] = pb.tensor(array)
-            for node in graph.node:
-                if node.op_type == "Constant":
-                    value = numpy_helper.to_array(_attributes(node)["value"])
-                    self._constants[node.output[0]] = pb.tensor(np.array(value))
-            known = set(self._slots) | set(self._constants)
-            self.input_names = [i.name for i in graph.input if i.name not in known]
-            self.output_names = [o.name for o in graph.output]
-            self._nodes = [(n.op_type, list(n.input), list(n.output), _attributes(n), n.name)
-                           for n in graph.node if n.op_type != "Constant"]
-
-        def forward(self, *inputs: Any) -> Any:
-            if len(inputs) != len(self.input_names):
-                raise TypeError(f"the ONNX model takes {len(self.input_names)} inputs "
-                                f"({', '.join(self.input_names)}), got {len(inputs)}")
-            env: dict[str, Any] = dict(self._constants)
-            env.update({name: getattr(self, slot) for name, slot in self._slots.items()})
-            for name, x in zip(self.input_names, inputs):
-                env[name] = x if isinstance(x, Tensor) else pb.tensor(np.asarray(x))
-            for op_type, ins, outs, attrs, node_name in self._nodes:
-                args = [env[n] if n else None for n in ins]
-                try:
-                    if op_type == "Split":
-                        from .import_ops import _split
-
-                        results = _split(args, attrs, self.opset, outputs=len(outs))
-                    else:
-                        results = IMPORT_OPS[op_type](args, attrs, self.opset)
-                except NotImplementedError as exc:
-                    raise OnnxImportError(f"import_onnx: {op_type} (opset {self.opset}, node "
-                                          f"{node_name!r}): {exc} is not supported") from None
-                for name, value in zip(outs, results):
-                    if name:
-                        env[name] = value
-            results = [env[name] for name in self.output_names]
-            return results[0] if len(results) == 1 else tuple(results)
-
-    return OnnxModule()
+    return OnnxModule(load_model(model, base_dir))
 
 
 def _slot(name: str, used: set[str]) -> str:
