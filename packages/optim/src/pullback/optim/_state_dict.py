@@ -43,9 +43,7 @@ def pack(opt: Optimizer) -> dict[str, Any]:
 def unpack(opt: Optimizer, state_dict: dict[str, Any]) -> None:
     """``opt.load_state_dict(state_dict)``: check everything, then replace state and groups."""
     name = f"{type(opt).__name__}.load_state_dict"
-    if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= state_dict.keys():
-        got = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
-        raise CheckpointError(f"{name}: expected a dict with 'state' and 'param_groups', got {got}")
+    check_layout(state_dict, name)
     saved_groups, saved_state = state_dict["param_groups"], state_dict["state"]
     if not isinstance(saved_groups, (list, tuple)):
         raise CheckpointError(f"{name}: 'param_groups' must be a list, got "
@@ -80,6 +78,15 @@ def unpack(opt: Optimizer, state_dict: dict[str, Any]) -> None:
                                                     f"{name}: state of parameter {i}")
     opt.state = new_state
     opt.param_groups = new_groups
+
+
+def check_layout(state_dict: Any, name: str) -> None:
+    """Raise :class:`CheckpointError` unless ``state_dict`` is a dict with 'state' and
+    'param_groups'."""
+    if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= state_dict.keys():
+        got = sorted(map(str, state_dict)) if isinstance(state_dict, dict) else \
+            type(state_dict).__name__
+        raise CheckpointError(f"{name}: expected a dict with 'state' and 'param_groups', got {got}")
 
 
 def _restore_group(opt: Optimizer, saved: Any, group: dict[str, Any], where: str

@@ -198,6 +198,7 @@ class LBFGS(Optimizer):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict` (the history is flat vectors, not parameter-shaped),
         checked as the other optimizers' are (a CheckpointError naming the entry)."""
+        _state_dict.check_layout(state_dict, "LBFGS.load_state_dict")
         before = self.param_groups, self.state
         _state_dict.unpack(self, {**state_dict, "state": {}})
         try:
