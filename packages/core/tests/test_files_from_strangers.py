@@ -173,3 +173,23 @@ def test_read_regular_refuses_a_file_larger_than_its_limit(tmp_path):
     with pytest.raises(CheckpointError, match="is a symbolic link"):
         _files.read_regular(link, CheckpointError, "state", limit=1000, follow_links=False)
     assert _files.read_regular(link, CheckpointError, "state", limit=1000) == b"x" * 100
+
+
+def test_debug_writers_never_write_through_a_planted_link(tmp_path):
+    from pullback.debug import profile, to_dot
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    x = pullback.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    (tmp_path / "graph.dot").symlink_to(victim)
+    with pytest.raises(UnsafePathError, match="graph.dot"):
+        to_dot(y, path=tmp_path / "graph.dot")
+    with profile() as prof:
+        (x * 3).sum()
+    (tmp_path / "trace.json").symlink_to(victim)
+    with pytest.raises(UnsafePathError, match="trace.json"):
+        prof.export_chrome_trace(tmp_path / "trace.json")
+    assert victim.read_text() == "precious"
+    to_dot(y, path=tmp_path / "fresh.dot")
+    assert (tmp_path / "fresh.dot").read_text().startswith("digraph")
