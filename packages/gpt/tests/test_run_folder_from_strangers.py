@@ -225,6 +225,12 @@ def test_resume_refuses_a_scheduler_state_that_would_fail_at_the_next_step(run, 
     one_line_error(done, "last_epoch")
 
 
+def test_resume_without_a_training_configuration_is_one_line(run, corpus):
+    _edit_state(run, lambda s: s.pop("train_config"))
+    done = gpt("train", "--resume", "--out", str(run), "--data", corpus, "--quiet")
+    one_line_error(done, "no training configuration")
+
+
 def test_a_malformed_training_log_is_one_error_naming_it(run, corpus):
     (run / "metrics.csv").write_text("not,a,log\n1,2,3\n")
     done = gpt("train", "--resume", "--out", str(run), "--data", corpus, "--quiet")

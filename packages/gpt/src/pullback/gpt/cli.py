@@ -150,6 +150,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     _prepare_out(args)
     # A resumed run keeps its saved configuration (train reads it from the checkpoint).
     cfg = load_checkpoint(args.out).train_config if args.resume else _train_config(args)
+    if cfg is None:
+        raise UsageError(f"--resume: the checkpoint in {args.out} has no training "
+                         "configuration (state.json's 'train_config'); it cannot be resumed")
     device = _device(args.device)
     text, source = _read_corpus(args.data)
     _check_length(text, source, cfg.model.block_size)
