@@ -345,3 +345,106 @@ def test_address_reads_the_field_where_numpy_keeps_it():
     assert native._DATA_FIELD is not None
     a = np.zeros(4)
     assert native._read_address(id(a) + native._DATA_FIELD).value == a.ctypes.data
+
+
+# -- a cache folder other users can write to (docs/security.md) ------------------------------
+
+_TWICE = ("#include <stdint.h>\n"
+          "void twice(int64_t lo, int64_t hi, const float *x, float *y) {\n"
+          "    for (int64_t i = lo; i < hi; i++) y[i] = 2 * x[i];\n}\n")
+_LOAD_TWICE = ("import numpy as np, pullback.native as n\n"
+               "lib = n.load('k', {source!r})\n"
+               "f = n.declare(lib, 'twice', 2)\n"
+               "x = np.arange(5, dtype=np.float32); y = np.empty_like(x)\n"
+               "f(0, 5, x.ctypes.data, y.ctypes.data)\n"
+               "print(n.status()['k']); print(y.tolist())")
+
+
+def _planted_library(tmp_path, marker):
+    """A library that records it was loaded (a constructor writes ``marker``)."""
+    evil = tmp_path / "evil.c"
+    evil.write_text("#include <stdio.h>\n#include <stdint.h>\n"
+                    "__attribute__((constructor)) static void planted(void) {\n"
+                    f"    FILE *f = fopen(\"{marker}\", \"w\"); if (f) {{ fputs(\"ran\", f); "
+                    "fclose(f); }\n}\n"
+                    "void twice(int64_t lo, int64_t hi, const float *x, float *y) {\n"
+                    "    for (int64_t i = lo; i < hi; i++) y[i] = 666;\n}\n")
+    out = tmp_path / "evil.so"
+    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-o", str(out), str(evil)],
+                   check=True)
+    return out
+
+
+@pytest.mark.parametrize("how", ["writable by others", "owned by another user"])
+def test_a_library_planted_in_a_shared_cache_is_never_loaded(tmp_path, how):
+    if native._compiler_version(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    if how == "owned by another user" and os.geteuid() != 0:
+        pytest.skip("making a folder of another user needs root")
+    source = tmp_path / "k.c"
+    source.write_text(_TWICE)
+    code = _LOAD_TWICE.format(source=str(source))
+    # The name pullback computes for this build, from a build in a cache of our own.
+    mine = _run(code, PULLBACK_CACHE_DIR=str(tmp_path / "mine")).splitlines()[0]
+    name = os.path.basename(mine.split()[1])
+    # Another user made the shared cache's native/ first and put a library under that name.
+    shared = tmp_path / "shared"
+    (shared / "native").mkdir(parents=True)
+    marker = tmp_path / "planted-code-ran"
+    planted = shared / "native" / name
+    planted.write_bytes(_planted_library(tmp_path, marker).read_bytes())
+    if how == "writable by others":
+        os.chmod(shared, 0o777)
+        os.chmod(shared / "native", 0o777)
+    else:
+        os.chown(planted, 65534, 65534)
+        os.chown(shared / "native", 65534, 65534)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PULLBACK_CACHE_DIR": str(shared)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), "the planted library was loaded"
+    status, values = done.stdout.splitlines()
+    assert values == "[0.0, 2.0, 4.0, 6.0, 8.0]"  # built privately, and it works
+    assert "(privately:" in status and str(shared / "native") in status, status
+    assert "not safe to load libraries from" in done.stderr
+    if how == "writable by others":
+        assert "drwxrwxrwx" in status, status
+    else:
+        assert "uid 65534" in status, status
+
+
+def test_a_library_others_can_write_in_our_own_cache_is_rebuilt_privately(tmp_path):
+    if native._compiler_version(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    source = tmp_path / "k.c"
+    source.write_text(_TWICE)
+    code = _LOAD_TWICE.format(source=str(source))
+    env = {"PULLBACK_CACHE_DIR": str(tmp_path / "cache")}
+    built = _run(code, **env).splitlines()[0].split()[1]
+    marker = tmp_path / "planted-code-ran"
+    os.chmod(built, 0o666)
+    with open(built, "wb") as f:  # what someone else could then have written
+        f.write(_planted_library(tmp_path, marker).read_bytes())
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    status, values = done.stdout.splitlines()
+    assert values == "[0.0, 2.0, 4.0, 6.0, 8.0]" and "(privately:" in status, status
+
+
+def test_the_default_cache_is_used_as_it_is(tmp_path):
+    # a cache folder of this user, mode 0755 (not writable by others), holds
+    if native._compiler_version(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    source = tmp_path / "k.c"
+    source.write_text(_TWICE)
+    cache = tmp_path / "home" / ".cache" / "pullback"
+    (cache / "native").mkdir(parents=True, mode=0o755)
+    done = subprocess.run([sys.executable, "-c", _LOAD_TWICE.format(source=str(source))],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "XDG_CACHE_HOME": str(cache.parent),
+                               "PULLBACK_CACHE_DIR": ""})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(f"built {cache / 'native'}/k-")
+    assert "privately" not in done.stdout and "not safe" not in done.stderr

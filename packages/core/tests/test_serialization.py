@@ -231,10 +231,10 @@ def test_a_killed_save_leaves_nothing_behind_after_the_next_save(tmp_path):
 
 def test_a_live_writers_temporary_file_is_kept(tmp_path):
     # Another process (here: this one's parent, alive) may be writing the same target.
-    from pullback import serialization
+    from pullback import _files
 
     path = _path(tmp_path)
-    live = tmp_path / (serialization._partial_prefix("ckpt.safetensors")
+    live = tmp_path / (_files.partial_prefix("ckpt.safetensors")
                        + f"{os.getppid()}.abc.safetensors")
     live.write_bytes(b"partial")
     other_target = tmp_path / ".tmp-other.safetensors.host.1.abc.safetensors"

@@ -156,8 +156,8 @@ def test_refuses_state_of_another_shape():
     sd = _trained()
     sd["state"][1]["exp_avg"] = pullback.zeros(3)
     _, opt, _ = start("adam")
-    with pytest.raises(CheckpointError, match=r"'exp_avg' of parameter 1 has shape \(3,\), the "
-                       r"parameter has shape \(8,\)"):
+    with pytest.raises(CheckpointError, match=r"state of parameter 1: 'exp_avg' has shape \(3,\), "
+                       r"the parameter has shape \(8,\)"):
         opt.load_state_dict(sd)
 
 

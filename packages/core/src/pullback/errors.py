@@ -113,6 +113,12 @@ class CheckpointError(PullbackError, ValueError):
     """A checkpoint file that is truncated, malformed or holds something unexpected."""
 
 
+class UnsafePathError(PullbackError, OSError):
+    """A path pullback refuses to write to or read from: a symbolic link, a FIFO or a folder
+    where it writes a file, a link where a folder it was given should hold a file, a cache
+    folder that another user could write to (see docs/security.md)."""
+
+
 class AnomalyError(PullbackError, RuntimeError):
     """Anomaly mode found a NaN or Inf: names the op, forward or backward, the inputs'
     statistics and the line of user code that created the op."""

@@ -9,6 +9,15 @@ them the first time they are needed, with ``$CC`` (default ``cc``) and
 ``~/.cache/pullback/native``), named by a hash of the source, the flags, the compiler's version
 and the CPU, so that a changed kernel or another machine gets its own build.
 
+A shared library is code this process runs, so the cache must be out of other users' reach (as
+ssh demands of its keys' folders): each folder of the cache must be owned by this user (or
+root) and writable by nobody else, every folder above it owned by this user or root and not
+writable by others unless sticky (as ``/tmp``), and each library a regular file owned by this
+user or root and writable by nobody else. A cache that fails this (a ``PULLBACK_CACHE_DIR`` on a
+shared scratch folder where another user made ``native/`` first) is not used: the process
+builds its libraries in a private temporary folder of its own instead, warns once with the
+reason, and :func:`status` says so. See docs/security.md.
+
 Native kernels are an accelerator, never a requirement: without a compiler, when a build fails,
 or with ``PULLBACK_NATIVE=0`` in the environment, every op runs its NumPy kernel, whose results
 agree with the native one to float32 rounding. :func:`status` says which libraries were built
@@ -25,10 +34,13 @@ int64 hi)`` first, then its pointers and sizes, and handles rows ``lo`` to ``hi`
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
 import platform
+import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -66,6 +78,7 @@ MIN_POOL_ELEMENTS = 1 << 15
 _lock = threading.Lock()
 _libraries: dict[str, ctypes.CDLL | None] = {}
 _status: dict[str, str] = {}
+_private: list[Path] = []  # this process's own cache, made when the shared one is unsafe
 
 
 def enabled() -> bool:
@@ -118,11 +131,14 @@ def load_generated(name: str, text: str, folder: str,
     with _lock:
         if name in _libraries:  # loaded before: the file on disk need not be read again
             return _libraries[name]
-    source = cache_dir().parent / folder / f"{name}.c"
+    try:
+        sources, _ = _safe_folder(cache_dir().parent / folder)
+    except OSError:
+        return None
+    source = sources / f"{name}.c"
     partial = None
     try:
         if not source.exists() or source.read_text() != text:
-            source.parent.mkdir(parents=True, exist_ok=True)
             fd, partial = tempfile.mkstemp(suffix=".c", dir=source.parent)
             with os.fdopen(fd, "w") as f:
                 f.write(text)
@@ -156,17 +172,97 @@ def _build_and_load(name: str, source: Path, include_dirs: tuple[str, ...]
     build_flags = flags() + tuple(f"-I{d}" for d in include_dirs)
     key = hashlib.sha256(b"\0".join([code, " ".join(build_flags).encode(), version.encode(),
                                      _cpu_identity().encode()])).hexdigest()[:16]
-    target = cache_dir() / f"{name}-{key}.so"
+    try:
+        folder, private = _safe_folder(cache_dir())
+    except OSError as exc:
+        error = f"cannot use the cache folder {cache_dir()}: {exc}"
+        warnings.warn(f"pullback: native kernels '{name}' did not build, NumPy kernels are "
+                      f"used instead: {error}", RuntimeWarning, stacklevel=4)
+        return None, f"build failed: {error}"
+    target = folder / f"{name}-{key}.so"
+    unsafe = _unsafe_library(target)
+    if unsafe is not None:  # a file another user could have written: never loaded
+        folder, private = _private_folder(unsafe)
+        target = folder / target.name
     if not target.exists():
         error = _compile(compiler, source, target, build_flags)
         if error is not None:
             warnings.warn(f"pullback: native kernels '{name}' did not build, NumPy kernels are "
                           f"used instead: {error}", RuntimeWarning, stacklevel=4)
             return None, f"build failed: {error}"
+    where = f" (privately: {private})" if private else ""
     try:
-        return ctypes.CDLL(str(target)), f"built {target}"
+        return ctypes.CDLL(str(target)), f"built {target}{where}"
     except OSError as exc:
         return None, f"cannot load {target}: {exc}"
+
+
+def _safe_folder(folder: Path) -> tuple[Path, str | None]:
+    """``folder`` (made if missing) when libraries may be built and loaded there, with None;
+    else this process's private folder (the same subfolder of it), with the reason. OSError
+    when ``folder`` cannot be made."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    why = _unsafe_folder(folder)
+    if why is None:
+        return folder, None
+    private, why = _private_folder(why)
+    sub = private / folder.name
+    sub.mkdir(exist_ok=True, mode=0o700)
+    return sub, why
+
+
+def _unsafe_folder(folder: Path) -> str | None:
+    """Why another user could change what ``folder`` holds, or None (see the module's
+    docstring: ``folder`` owned by this user or root and writable by nobody else; each folder
+    above it owned by this user or root and not writable by others unless sticky)."""
+    me = os.geteuid()
+    real = Path(os.path.realpath(folder))
+    info = os.lstat(real)
+    if info.st_uid not in (me, 0) or info.st_mode & 0o022:
+        return (f"{real} is owned by {_owner(info)} with mode {stat.filemode(info.st_mode)}; "
+                "libraries are loaded only from a folder of this user that nobody else can "
+                "write to")
+    for above in real.parents:
+        info = os.lstat(above)
+        writable = info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX
+        if info.st_uid not in (me, 0) or writable:
+            return (f"{above}, above {real}, is owned by {_owner(info)} with mode "
+                    f"{stat.filemode(info.st_mode)}: another user could replace the cache")
+    return None
+
+
+def _unsafe_library(path: Path) -> str | None:
+    """Why the library ``path`` must not be loaded (not a regular file, or one another user
+    owns or may write), or None (also when there is none yet)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid not in (os.geteuid(), 0) \
+            or info.st_mode & 0o022:
+        return (f"{path} is {stat.filemode(info.st_mode)}, owned by {_owner(info)}: not a "
+                "library this user built")
+    return None
+
+
+def _owner(info: os.stat_result) -> str:
+    from ._files import describe_owner
+
+    return describe_owner(info)
+
+
+def _private_folder(why: str) -> tuple[Path, str]:
+    """This process's private cache (0700, removed at exit), made on first use with a warning
+    that says ``why`` the shared cache is not used; returns it and the reason."""
+    if not _private:
+        folder = Path(tempfile.mkdtemp(prefix="pullback-native-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _private.append(folder)
+        warnings.warn(f"pullback: the native-kernel cache is not safe to load libraries from "
+                      f"({why}); this process builds its own in {folder}. Use a cache folder "
+                      "of your own (PULLBACK_CACHE_DIR) that only you can write to.",
+                      RuntimeWarning, stacklevel=5)
+    return _private[0], why
 
 
 def _compiler_version(compiler: str) -> str | None:

@@ -9,11 +9,14 @@ allow-listed classes (``add_safe_globals``, :mod:`pullback._safe_globals`). Noth
 so loading a file never runs code.
 
 Writes are atomic: the file is written to a temporary file in the same folder and moved into
-place with :func:`os.replace`, so a crash leaves either the old file or the new one. The
-temporary file's name holds the host and process id of its writer
-(``.tmp-<name>.<host>.<pid>.<random>.safetensors``): the next save to that target removes those
-a killed process left behind. A truncated or malformed file, or malformed pullback metadata,
-raises :class:`~pullback.errors.CheckpointError` naming the file.
+place with :func:`os.replace`, so a crash leaves either the old file or the new one; a symbolic
+link, FIFO or folder where the file goes is refused, never written through (see
+:mod:`pullback._files`, which also removes what a killed save left behind).
+
+Loading reads a regular file only (a FIFO or a device such as ``/dev/zero`` is refused before a
+byte is read) and checks the header against the file's size before reading the tensors: a
+truncated or malformed file, a header that lies about its offsets, or malformed pullback
+metadata raises :class:`~pullback.errors.CheckpointError` naming the file.
 
 A safetensors file written by another tool (no pullback metadata) loads as a flat dict of
 tensors.
@@ -23,8 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import tempfile
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -34,6 +35,7 @@ from ._safe_globals import (  # noqa: F401 - torch.serialization's names
     UnsafeGlobalError, add_safe_globals, clear_safe_globals, get_safe_globals, global_name,
     safe_globals,
 )
+from ._files import open_regular, write_atomic
 from .backends import Device
 from .errors import CheckpointError, DeviceError
 from .tensor import Tensor
@@ -87,22 +89,7 @@ def save(obj: Any, path: str | os.PathLike[str] | BinaryIO) -> None:
     if writer is not None:
         writer.write(data)
         return
-    folder = os.path.dirname(os.path.abspath(path))
-    _remove_abandoned_partials(folder, os.path.basename(path))
-    fd, tmp = tempfile.mkstemp(prefix=_partial_prefix(os.path.basename(path)) + f"{os.getpid()}.",
-                               suffix=".safetensors", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp makes the file private (0600); give it the mode a plain open() would.
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data)
 
 
 def _file_name(path: Any) -> str:
@@ -110,51 +97,6 @@ def _file_name(path: Any) -> str:
     if hasattr(path, "write") or hasattr(path, "read"):
         return str(getattr(path, "name", f"<{type(path).__name__}>"))
     return os.fspath(path)
-
-
-def _partial_prefix(target: str) -> str:
-    """The start of the temporary files' names of saves to ``target`` from this host."""
-    return f".tmp-{target}.{socket.gethostname()}."
-
-
-def _remove_abandoned_partials(folder: str, target: str) -> None:
-    """Delete temporary files of saves to ``target`` whose writer, a process on this host, is
-    gone (killed mid-write: nothing else would ever remove them). Files of live writers, and of
-    other hosts sharing the folder, stay."""
-    prefix = _partial_prefix(target)
-    try:
-        names = [n for n in os.listdir(folder)
-                 if n.startswith(prefix) and n.endswith(".safetensors")]
-    except OSError:
-        return
-    for name in names:
-        pid = name[len(prefix):].split(".", 1)[0]
-        if not pid.isdigit() or _process_alive(int(pid)):
-            continue
-        try:
-            os.unlink(os.path.join(folder, name))
-        except OSError:
-            pass  # another save removed it first, or the folder is read-only: not our error
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    except OSError:
-        return True  # cannot tell: keep the file
-    return True
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _tensor_name(path: str, arrays: dict[str, Any]) -> str:
@@ -259,11 +201,10 @@ def load(path: str | os.PathLike[str] | BinaryIO, map_location: Any = None, *,
     if hasattr(path, "read"):
         data = path.read()
         path = _file_name(path)
+        header = _read_header(data, path, len(data))
     else:
         path = os.fspath(path)
-        with open(path, "rb") as f:
-            data = f.read()
-    header = _read_header(data, path)
+        data, header = _read_file(path)
     try:
         from safetensors import deserialize
 
@@ -305,22 +246,64 @@ def from_data(structure: Any, arrays: dict[str, Any], path: str, target: Device 
                               f" {exc})") from None
 
 
-def _read_header(data: bytes, path: str) -> dict[str, Any]:
-    """The JSON header of a safetensors file: 8 bytes of length, then that much JSON."""
+# safetensors' own limit on the size of a header (its MAX_HEADER_SIZE)
+MAX_HEADER_BYTES = 100_000_000
+
+
+def _read_file(path: str) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of the checkpoint ``path`` and its header, read only once the header's
+    description of the tensor data fits the file's size."""
+    with open_regular(path, CheckpointError, f"load({path!r})") as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(8)
+        n = _header_length(head, path, size)
+        head += f.read(n)
+        header = _read_header(head, path, size)
+        return head + f.read(size - len(head)), header
+
+
+def _header_length(data: bytes, path: str, size: int) -> int:
+    """The header's length from the first 8 bytes, checked against the file's ``size``."""
     if len(data) < 8:
-        raise CheckpointError(f"load({path!r}): file is truncated ({len(data)} bytes)")
+        raise CheckpointError(f"load({path!r}): file is truncated ({size} bytes)")
     n = int.from_bytes(data[:8], "little")
-    if n > len(data) - 8:
+    if n > size - 8 or n > MAX_HEADER_BYTES:
         raise CheckpointError(
             f"load({path!r}): file is truncated or not a safetensors file (header of {n} bytes, "
-            f"file of {len(data)} bytes)"
+            f"file of {size} bytes)"
         )
+    return n
+
+
+def _read_header(data: bytes, path: str, size: int) -> dict[str, Any]:
+    """The JSON header of a safetensors file (8 bytes of length, then that much JSON), checked:
+    each tensor's offsets lie in the file of ``size`` bytes, and the data they describe ends
+    where the file ends."""
+    n = _header_length(data, path, size)
     try:
         header = json.loads(data[8:8 + n])
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise CheckpointError(f"load({path!r}): malformed safetensors header ({exc})") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"load({path!r}): malformed safetensors header")
+    available = size - 8 - n
+    end = 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = info.get("data_offsets") if isinstance(info, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2
+                and all(type(o) is int for o in offsets) and 0 <= offsets[0] <= offsets[1]):
+            raise CheckpointError(f"load({path!r}): tensor {name!r} has malformed data_offsets "
+                                  f"{offsets!r} in the header")
+        if offsets[1] > available:
+            raise CheckpointError(
+                f"load({path!r}): tensor {name!r} ends at byte {offsets[1]} of the data, but "
+                f"the file holds {available} bytes of data (truncated, or a header that lies)")
+        end = max(end, offsets[1])
+    if end != available:
+        raise CheckpointError(f"load({path!r}): the header describes {end} bytes of tensor "
+                              f"data, the file holds {available}")
     return header
 
 

@@ -35,6 +35,7 @@ class ReversibleBlock(Coupling):
 
     def __init__(self, f: nn.Module, g: nn.Module, split_dim: int = -1) -> None:
         super().__init__(split_dim)
+        self._check_nets(f=f, g=g)
         self.f = f
         self.g = g
 

@@ -41,6 +41,7 @@ class AffineCoupling(Coupling):
     def __init__(self, scale_net: nn.Module, shift_net: nn.Module, split_dim: int = -1,
                  condition_on: str = "first") -> None:
         super().__init__(split_dim)
+        self._check_nets(scale_net=scale_net, shift_net=shift_net)
         if condition_on not in CONDITIONS:
             raise ValueError(f"AffineCoupling: condition_on must be one of {CONDITIONS}, "
                              f"got {condition_on!r}")

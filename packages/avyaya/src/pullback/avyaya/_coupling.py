@@ -37,6 +37,15 @@ class Coupling(nn.Module):
         super().__init__()
         self.split_dim = split_dim
 
+    def _check_nets(self, **nets: object) -> None:
+        """Raise TypeError, when the block is built, for a network that is not a Module (it
+        would fail only at the first forward, far from the mistake)."""
+        for name, net in nets.items():
+            if not isinstance(net, nn.Module):
+                raise TypeError(f"{type(self).__name__}: {name} must be an nn.Module (a network "
+                                f"that keeps the shape of its half), got "
+                                f"{type(net).__name__} {net!r}")
+
     def inverse(self, y: Tensor) -> Tensor:
         """The input that gives ``y`` (exact up to rounding)."""
         return self._uncouple(y, plain_call)

@@ -57,8 +57,10 @@ def _matmul_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> Any:
     if needs[1]:
         if y2.ndim == 2 and x2.ndim > 2:
             # One matrix shared by a stack: fold the stack into rows, one GEMM, no reduction.
-            rows = F.reshape(x2, shape=(-1, x2.shape[-1]))
-            grads = F.reshape(g2, shape=(-1, g2.shape[-1]))
+            # (the row count spelled out: -1 is ambiguous when a dim is 0, as in (2, 3, 0))
+            n = math.prod(x2.shape[:-1])
+            rows = F.reshape(x2, shape=(n, x2.shape[-1]))
+            grads = F.reshape(g2, shape=(n, g2.shape[-1]))
             gy = _fit(F, F.matmul(F.swapaxes(rows, a=-1, b=-2), grads), y2, y)
         else:
             gy = _fit(F, F.matmul(F.swapaxes(x2, a=-1, b=-2), g2), y2, y)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .._files import write_atomic
 from ..graph import OutputSlot
 from ..tensor import Tensor
 
@@ -305,15 +306,17 @@ def to_dot(tensor: Tensor, path: str | Path | None = None, names: Any = None) ->
 
 
 def _write(source: str, path: Path) -> None:
+    # never through a link planted where the file goes (pullback._files)
     if path.suffix not in (".svg", ".png", ".pdf"):
-        path.write_text(source, encoding="utf-8")
+        write_atomic(path, source, sync=False)
         return
     dot_path = path.with_suffix(".dot")
-    dot_path.write_text(source, encoding="utf-8")
+    write_atomic(dot_path, source, sync=False)
     program = shutil.which("dot")
     if program is None:
         warnings.warn(f"to_dot: Graphviz 'dot' is not on the PATH, so {path} was not rendered; "
                       f"the DOT source is in {dot_path}", RuntimeWarning, stacklevel=3)
         return
-    subprocess.run([program, f"-T{path.suffix[1:]}", str(dot_path), "-o", str(path)],
-                   check=True, capture_output=True)
+    rendered = subprocess.run([program, f"-T{path.suffix[1:]}", str(dot_path)], check=True,
+                              capture_output=True).stdout
+    write_atomic(path, rendered, sync=False)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
 
+from .._files import write_atomic
 from ..dispatch import DispatchMode, apply, state
 from ..registry import Op
 from ..tensor import Tensor
@@ -227,8 +228,8 @@ class profile(DispatchMode):  # noqa: N801 - a context manager, named like torch
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write the events as a Chrome trace (JSON) that chrome://tracing and Perfetto open."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({"traceEvents": self.trace_events(), "displayTimeUnit": "ms"}, f)
+        write_atomic(path, json.dumps({"traceEvents": self.trace_events(),
+                                       "displayTimeUnit": "ms"}), sync=False)
 
 
 class record_function:  # noqa: N801 - as torch.profiler.record_function

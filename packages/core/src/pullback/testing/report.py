@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._files import write_atomic
 from .compare import TOLERANCES, run_error_case
 from .gradcheck import compare_jacobians, vector_jacobian_product
 from .opdb import OP_DB, ErrorCase, OpRecord, PullbackFactory, Sample, error_cases, extension_records
@@ -263,10 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     written = []
     if not args.errors_only:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(render(results, versions, shown))
+        write_atomic(args.output, render(results, versions, shown), sync=False)
         written.append(args.output)
     Path(args.errors_output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.errors_output).write_text(render_errors(results, versions, shown))
+    write_atomic(args.errors_output, render_errors(results, versions, shown), sync=False)
     written.append(args.errors_output)
     failed = sum(1 for r in results if r.failures)
     print(f"wrote {' and '.join(written)}: {len(results)} records, {failed} failing")

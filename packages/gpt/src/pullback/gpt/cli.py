@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import shutil
+import os
 import sys
 from itertools import count
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 import pullback as pb
+from pullback._files import remove_entry
 from pullback.cli import ArgumentParser, UsageError, add_debug_option, run_command
 from pullback.errors import CheckpointError, PullbackError
 
@@ -31,7 +32,7 @@ PROG = "pullback-gpt"
 DEFAULT_CONFIG = "nano-cpu"
 DEFAULT_OUT = "runs/gpt"
 # What train writes into its --out folder (what --overwrite removes, and nothing else).
-RUN_OUTPUTS = ("checkpoints", "metrics.csv", "metrics.csv.tmp", "loss.png")
+RUN_OUTPUTS = ("checkpoints", "metrics.csv", "loss.png")
 
 
 def _read_corpus(path: str | None) -> tuple[str, str]:
@@ -92,9 +93,13 @@ def _train_config(args: argparse.Namespace) -> TrainConfig:
             checkpoint_interval=args.checkpoint_interval, schedule=args.schedule,
             decay_steps=args.decay_steps,
         )
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    return cfg.with_model(reversible=True) if args.reversible else cfg
+    cfg = cfg.with_model(reversible=True) if args.reversible else cfg
+    problem = cfg.memory_problem()
+    if problem is not None:
+        raise UsageError(problem)
+    return cfg
 
 
 def _prepare_out(args: argparse.Namespace) -> None:
@@ -122,16 +127,16 @@ def _prepare_out(args: argparse.Namespace) -> None:
 
 
 def _run_outputs(out: Path) -> list[str]:
-    return [name for name in RUN_OUTPUTS if (out / name).exists()]
+    return [name for name in RUN_OUTPUTS if os.path.lexists(out / name)]
 
 
 def _remove_previous_run(args: argparse.Namespace) -> None:
     """--overwrite: remove what an earlier run wrote (stale checkpoints would otherwise be
-    pruned by name against the new run's); anything else in the folder stays."""
+    pruned by name against the new run's); anything else in the folder stays, and a link
+    among them is removed, never what it points to."""
     out = Path(args.out)
     for name in _run_outputs(out):
-        path = out / name
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
+        remove_entry(out / name)
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -140,6 +145,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     _prepare_out(args)
     # A resumed run keeps its saved configuration (train reads it from the checkpoint).
     cfg = load_checkpoint(args.out).train_config if args.resume else _train_config(args)
+    if cfg is None:
+        raise UsageError(f"--resume: the checkpoint in {args.out} has no training "
+                         "configuration (state.json's 'train_config'); it cannot be resumed")
     device = _device(args.device)
     text, source = _read_corpus(args.data)
     _check_length(text, source, cfg.model.block_size)

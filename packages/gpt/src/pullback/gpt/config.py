@@ -2,8 +2,30 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, fields, replace
+from numbers import Real
 from typing import Any
+
+
+def _require(config: Any, kinds: dict[str, tuple[type, ...]]) -> None:
+    """Raise TypeError unless each named field of ``config`` has one of its ``kinds`` (a bool
+    is not taken for a number, as JSON keeps them apart)."""
+    for name, accepted in kinds.items():
+        value = getattr(config, name)
+        if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
+            names = " or ".join("None" if k is type(None) else k.__name__ for k in accepted)
+            raise TypeError(f"{type(config).__name__}.{name} must be {names}, got "
+                            f"{type(value).__name__} {value!r}")
+
+
+def _from_dict(cls: type, data: Any) -> dict[str, Any]:
+    """The entries of ``data`` that are fields of ``cls`` (others, from newer versions, are
+    ignored); TypeError when ``data`` is not a dict."""
+    if not isinstance(data, dict):
+        raise TypeError(f"a {cls.__name__} is read from a dict, got {type(data).__name__}")
+    known = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in known}
 
 
 @dataclass(frozen=True)
@@ -34,6 +56,9 @@ class GPTConfig:
     reversible: bool = False
 
     def __post_init__(self) -> None:
+        _require(self, {"vocab_size": (int,), "block_size": (int,), "n_layer": (int,),
+                        "n_head": (int,), "n_embd": (int,), "dropout": (Real,),
+                        "bias": (bool,), "reversible": (bool,)})
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
@@ -42,13 +67,24 @@ class GPTConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
+    @property
+    def parameter_count(self) -> int:
+        """The number of parameters of a GPT of this shape (the tied LM head once), computed
+        without building it: each block holds 12 n_embd^2 weights in its linear layers and
+        two LayerNorm weights (plus 11 n_embd biases with ``bias``)."""
+        e = self.n_embd
+        per_block = 12 * e * e + 2 * e + (11 * e if self.bias else 0)
+        final_norm = 2 * e if self.bias else e
+        return (self.vocab_size + self.block_size) * e + self.n_layer * per_block + final_norm
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GPTConfig:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """The configuration :meth:`to_dict` wrote (TypeError or ValueError when ``data`` does
+        not describe a valid one)."""
+        return cls(**_from_dict(cls, data))
 
 
 SCHEDULES = ("cosine", "wsd")
@@ -76,6 +112,13 @@ class TrainConfig:
     seed: int = 1337
 
     def __post_init__(self) -> None:
+        if not isinstance(self.model, GPTConfig):
+            raise TypeError(f"TrainConfig.model must be a GPTConfig, got {type(self.model).__name__}")
+        _require(self, {"batch_size": (int,), "steps": (int,), "lr": (Real,), "min_lr": (Real,),
+                        "warmup": (int,), "schedule": (str,), "decay_steps": (int, type(None)),
+                        "weight_decay": (Real,), "beta1": (Real,), "beta2": (Real,),
+                        "grad_clip": (Real,), "eval_interval": (int,), "eval_iters": (int,),
+                        "checkpoint_interval": (int,), "seed": (int,)})
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.decay_steps is not None and self.schedule != "wsd":
@@ -106,10 +149,38 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        data = dict(data)
-        model = GPTConfig.from_dict(data.pop("model"))
-        known = {f.name for f in fields(cls)}
-        return cls(model=model, **{k: v for k, v in data.items() if k in known})
+        """The configuration :meth:`to_dict` wrote (TypeError or ValueError when ``data`` does
+        not describe a valid one)."""
+        values = _from_dict(cls, data)
+        if "model" not in values:
+            raise ValueError("a TrainConfig needs its 'model' entry")
+        return cls(**{**values, "model": GPTConfig.from_dict(values["model"])})
+
+    def estimated_memory(self) -> int:
+        """An upper estimate of the bytes one training step takes: parameters, gradients and
+        AdamW's two moments (4 float32 copies), and the activations kept for backward
+        (Korthikanti et al. 2022: 34 n_embd + 5 n_head block_size values per token and layer,
+        without flash attention; float32; plus the logits and their gradient)."""
+        m = self.model
+        tokens = self.batch_size * m.block_size
+        per_token = m.n_layer * (34 * m.n_embd + 5 * m.n_head * m.block_size) + 4 * m.vocab_size
+        return 16 * m.parameter_count + 4 * tokens * per_token
+
+    def memory_problem(self) -> str | None:
+        """Why a step of this configuration cannot run on this machine (its estimate is more
+        than the machine's memory), or None. Checked before anything is allocated, so that a
+        configuration read from a file fails in one line, not in the allocator."""
+        needed = self.estimated_memory()
+        try:
+            physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # a system that does not say
+            return None
+        if needed <= physical:
+            return None
+        return (f"a training step of this configuration needs about {needed / 2**30:.1f} GiB "
+                f"(batch_size {self.batch_size}, block_size {self.model.block_size}, n_layer "
+                f"{self.model.n_layer}, n_embd {self.model.n_embd}), more than this machine's "
+                f"{physical / 2**30:.1f} GiB")
 
     def with_model(self, **overrides: Any) -> TrainConfig:
         """A copy whose model configuration has the given fields replaced."""

@@ -42,6 +42,12 @@ class CharTokenizer:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CharTokenizer:
-        if data.get("type") != "char":
-            raise ValueError(f"not a character tokenizer: {data.get('type')!r}")
-        return cls(data["chars"])
+        """The tokenizer :meth:`to_dict` wrote (TypeError or ValueError for anything else)."""
+        if not isinstance(data, dict) or data.get("type") != "char":
+            kind = data.get("type") if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"not a character tokenizer: {kind!r}")
+        chars = data.get("chars")
+        if not isinstance(chars, str) or len(set(chars)) != len(chars):
+            raise ValueError(f"a character tokenizer's 'chars' must be a string of distinct "
+                             f"characters, got {type(chars).__name__} {str(chars)[:40]!r}")
+        return cls(chars)

@@ -4,7 +4,9 @@ checkpoints (every K steps, at the end, on Ctrl-C), a CSV log and a PNG loss cur
 from __future__ import annotations
 
 import csv
+import io
 import math
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -15,15 +17,19 @@ import numpy as np
 
 import pullback as pb
 import pullback.optim as optim
+from pullback._files import (check_replaceable, make_folder, open_append, open_regular,
+                              write_atomic)
 from pullback.backends import Device
+from pullback.errors import CheckpointError
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .data import CharDataset
 from .model import GPT
 from .parallel import data_parallel
 from .tokenizer import CharTokenizer
 
+LOG_NAME, PLOT_NAME = "metrics.csv", "loss.png"
 CSV_FIELDS = ("step", "loss", "lr", "train_loss", "val_loss", "val_bits_per_char",
               "tokens_per_s", "elapsed_s")
 
@@ -117,24 +123,21 @@ class _Log:
 
     A resumed run first drops the rows logged after its checkpoint's step: a run that was killed
     (not interrupted with Ctrl-C) logged steps whose checkpoint was never written, and the resumed
-    run logs those steps again.
+    run logs those steps again. The log is rewritten atomically (a crash keeps the old one), and
+    never through a link planted in the run folder.
     """
 
     def __init__(self, path: Path, resume_step: int | None) -> None:
         self.path = path
-        kept: list[dict[str, str]] = []
-        if resume_step is not None and path.exists():
-            with path.open(newline="") as f:
-                kept = [r for r in csv.DictReader(f) if int(r["step"]) <= resume_step]
+        kept = _read_log(path, resume_step) if resume_step is not None else []
         self.evaluated_steps = {int(r["step"]) for r in kept if r["val_loss"]}
         self.last_elapsed_s = float(kept[-1]["elapsed_s"]) if kept else 0.0
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("w", newline="") as f:  # replaced atomically: a crash keeps the old log
-            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-            writer.writeheader()
-            writer.writerows(kept)
-        tmp.replace(path)
-        self.file = path.open("a", newline="")
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        writer.writerows(kept)
+        write_atomic(path, text.getvalue())
+        self.file = open_append(path)
         self.writer = csv.DictWriter(self.file, fieldnames=CSV_FIELDS)
 
     def row(self, **values: Any) -> None:
@@ -143,6 +146,26 @@ class _Log:
 
     def close(self) -> None:
         self.file.close()
+
+
+def _read_log(path: Path, resume_step: int) -> list[dict[str, str]]:
+    """The rows of the log ``path`` up to ``resume_step`` (none when there is no log); a log
+    that is not a regular file of the run folder, or not the CSV this module writes, is a
+    CheckpointError naming it."""
+    try:
+        f = open_regular(path, CheckpointError, "training log", follow_links=False)
+    except FileNotFoundError:
+        return []
+    with f:
+        try:
+            rows = list(csv.DictReader(io.TextIOWrapper(f, encoding="utf-8", newline="")))
+            kept = [{k: r[k] for k in CSV_FIELDS} for r in rows if int(r["step"]) <= resume_step]
+            for r in kept:
+                float(r["elapsed_s"])
+        except (KeyError, ValueError, TypeError, UnicodeDecodeError, csv.Error) as exc:
+            raise CheckpointError(f"{path} is not a training log written by pullback-gpt "
+                                  f"({type(exc).__name__}: {exc})") from None
+    return kept
 
 
 def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
@@ -158,6 +181,8 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
     dev = Device(device)
     par = data_parallel()
     main = par is None or par.is_main
+    if main:
+        check_run_folder(out)
     start_step = 0
     ckpt = None
     if resume:
@@ -183,11 +208,8 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
     # Rank 0 draws the single-process stream; each other rank a stream of its own.
     rng = np.random.default_rng(cfg.seed if main else [cfg.seed, par.rank])
     if ckpt is not None:
-        model.load_state_dict(ckpt.model_state)
-        optimizer.load_state_dict(ckpt.optimizer_state)
-        scheduler.load_state_dict(ckpt.state["scheduler"])
+        restore_run(ckpt, model, optimizer, scheduler, dev)
         _restore_data_rng(rng, ckpt.state, par, cfg.seed, start_step)
-        dev.backend.set_rng_state(ckpt.state["device_rng"])
     train_model = model if par is None else par.wrap(model)
 
     def checkpoint(step: int, metrics: dict[str, Any], collective: bool = True) -> Path | None:
@@ -212,7 +234,7 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
     created = not out.exists()
     if main:
         out.mkdir(parents=True, exist_ok=True)
-    log = _Log(out / "metrics.csv", start_step if resume else None) if main else _NoLog()
+    log = _Log(out / LOG_NAME, start_step if resume else None) if main else _NoLog()
     tokens_per_step = cfg.batch_size * cfg.model.block_size
     bar = _progress(cfg.steps, start_step, quiet or not main)
     model.train()
@@ -270,8 +292,46 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
     log.close()
     elapsed = time.perf_counter() - t0
     if main:
-        plot_metrics(out / "metrics.csv", out / "loss.png")
+        plot_metrics(out / LOG_NAME, out / PLOT_NAME)
     return TrainResult(out, step, last["val"], last["train"], elapsed, interrupted, main)
+
+
+def check_run_folder(out: Path) -> None:
+    """Refuse, before any work, a run folder where something other than what training writes
+    was planted at the names it writes (a link, a FIFO: see :mod:`pullback._files`)."""
+    for name in (LOG_NAME, PLOT_NAME):
+        check_replaceable(out / name)
+    checkpoints = out / "checkpoints"
+    if os.path.lexists(checkpoints):
+        make_folder(checkpoints)  # an existing one must be a real folder
+
+
+RESUME_ENTRIES = ("train_config", "scheduler", "data_rng", "device_rng")
+
+
+def restore_run(ckpt: Checkpoint, model: GPT, optimizer: Any, scheduler: Any,
+                device: Device) -> None:
+    """Put the model, optimizer, scheduler and the device's generator where the checkpoint
+    left them (the data stream: :func:`_restore_data_rng`). Everything a resumed step reads is
+    checked here: an entry that is missing or does not fit is a CheckpointError naming the
+    checkpoint, never an error at the next step."""
+    where = ckpt.path / "state.json"
+    for key in RESUME_ENTRIES:
+        if key not in ckpt.state:
+            raise CheckpointError(f"{where} has no '{key}' entry: the run cannot be resumed")
+    if ckpt.optimizer_state is None:
+        raise CheckpointError(f"{ckpt.path} has no optimizer.safetensors: the run cannot be "
+                              "resumed")
+    model.load_state_dict(ckpt.model_state)
+    optimizer.load_state_dict(ckpt.optimizer_state)
+    scheduler.load_state_dict(ckpt.state["scheduler"])
+    saved = device.backend.get_rng_state()
+    try:
+        device.backend.set_rng_state(ckpt.state["device_rng"])
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
+        device.backend.set_rng_state(saved)
+        raise CheckpointError(f"{where}: 'device_rng' is not a generator state of "
+                              f"{device.type} ({type(exc).__name__}: {exc})") from None
 
 
 def _restore_data_rng(rng: np.random.Generator, state: dict[str, Any], par: Any, seed: int,
@@ -341,5 +401,7 @@ def plot_metrics(csv_path: Path, png_path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(png_path, dpi=120)
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=120)
     plt.close(fig)
+    write_atomic(png_path, image.getvalue(), sync=False)

@@ -7,6 +7,7 @@ from numbers import Integral
 from typing import Any, Callable
 
 from pullback import Tensor, enable_grad
+from pullback.errors import CheckpointError
 
 from . import _state_dict
 from ._line_search import strong_wolfe
@@ -195,26 +196,78 @@ class LBFGS(Optimizer):
         return first_loss
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore a :meth:`state_dict` (the history is flat vectors, not parameter-shaped)."""
+        """Restore a :meth:`state_dict` (the history is flat vectors, not parameter-shaped),
+        checked as the other optimizers' are (a CheckpointError naming the entry)."""
+        _state_dict.check_layout(state_dict, "LBFGS.load_state_dict")
+        before = self.param_groups, self.state
         _state_dict.unpack(self, {**state_dict, "state": {}})
-        saved = state_dict["state"]
-        if saved:
-            values = next(iter(saved.values()))
-            device = self._params[0].device
-            self.state = {self._params[0]: {k: _moved(v, device) for k, v in values.items()}}
+        try:
+            self.state = self._restored_state(state_dict["state"])
+        except CheckpointError:
+            self.param_groups, self.state = before  # nothing is half loaded
+            raise
+
+    def _restored_state(self, saved: Any) -> dict[Tensor, dict[str, Any]]:
+        where = "LBFGS.load_state_dict: 'state'"
+        if not isinstance(saved, dict):
+            raise CheckpointError(f"{where} must be a dict, got {type(saved).__name__}")
+        if not saved:
+            return {}
+        key, values = next(iter(saved.items()))
+        if len(saved) > 1 or _state_dict._index(key, where) != 0 or not isinstance(values, dict):
+            raise CheckpointError(f"{where} must be {{0: {{...}}}}, the state of the first "
+                                  f"parameter only; got {len(saved)} entries, the first "
+                                  f"{{{key!r}: {type(values).__name__}}}")
+        return {self._params[0]: self._restored(values, f"{where}[{key!r}]")}
+
+    def _restored(self, values: dict[str, Any], where: str) -> dict[str, Any]:
+        """The state ``values`` with each entry checked: the counts, and, once a step has
+        run, the whole history (flat vectors of every parameter's elements, as many steps as
+        curvature pairs, no more than ``history_size``)."""
+        unknown = sorted(values.keys() - set(_COUNTS) - set(_HISTORY))
+        present = [k for k in _HISTORY if k in values]
+        if unknown or (present and len(present) != len(_HISTORY)) or \
+                not set(_COUNTS) <= values.keys():
+            raise CheckpointError(f"{where} must hold {list(_COUNTS)} and, after a step, all of "
+                                  f"{list(_HISTORY)}; got {sorted(values)}")
+        out: dict[str, Any] = {k: _state_dict.restore_count(values[k], f"{where}: {k!r}")
+                               for k in _COUNTS}
+        if not present:
+            return out
+        device = self._params[0].device
+        size = sum(p.numel() for p in self._params)
+        dtype = device.backend.xp.result_type(*[p.array.dtype for p in self._params])
+
+        def flat(value: Any, entry: str) -> Tensor:
+            into = Tensor._wrap(device.backend.xp.empty(size, dtype), device)
+            return _state_dict.restore_tensor(value, into, f"{where}: {entry}")
+
+        pairs = [values["old_dirs"], values["old_stps"], values["ro"]]
+        if not all(isinstance(v, list) for v in pairs) or len({len(v) for v in pairs}) != 1 \
+                or len(pairs[0]) > self.param_groups[0]["history_size"]:
+            raise CheckpointError(f"{where}: 'old_dirs', 'old_stps' and 'ro' must be lists of "
+                                  "as many entries, at most history_size")
+        out.update({
+            "d": flat(values["d"], "'d'"),
+            "prev_flat_grad": flat(values["prev_flat_grad"], "'prev_flat_grad'"),
+            "old_dirs": [flat(v, f"'old_dirs'[{i}]") for i, v in enumerate(values["old_dirs"])],
+            "old_stps": [flat(v, f"'old_stps'[{i}]") for i, v in enumerate(values["old_stps"])],
+            "ro": [_state_dict.restore_real(v, f"{where}: 'ro'[{i}]")
+                   for i, v in enumerate(values["ro"])],
+            "t": _state_dict.restore_real(values["t"], f"{where}: 't'"),
+            "H_diag": _state_dict.restore_real(values["H_diag"], f"{where}: 'H_diag'"),
+            "prev_loss": _state_dict.restore_real(values["prev_loss"], f"{where}: 'prev_loss'"),
+        })
+        return out
+
+
+_COUNTS = ("func_evals", "n_iter")
+_HISTORY = ("d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad", "prev_loss")
 
 
 def _call(closure: Callable[[], Any]) -> Any:
     with enable_grad():
         return closure()
-
-
-def _moved(value: Any, device: Any) -> Any:
-    if isinstance(value, Tensor):
-        return Tensor._wrap(value.to(device).array.copy(), device)
-    if isinstance(value, list):
-        return [_moved(v, device) for v in value]
-    return value
 
 
 class _Memory:

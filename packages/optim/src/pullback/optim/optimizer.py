@@ -78,6 +78,12 @@ class Optimizer:
         """The state of ``param`` before its first step (Tensors and JSON numbers)."""
         return {}
 
+    def _restore_param_state(self, p: Tensor, group: dict[str, Any], saved: dict[str, Any],
+                             where: str) -> dict[str, Any]:
+        """The state of ``p`` from a loaded state dict's ``saved``, checked (a CheckpointError
+        whose message starts with ``where``); by default against :meth:`_init_state`'s."""
+        return _state_dict.restore_param_state(self, p, group, saved, where)
+
     def _update(self, xp: Any, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
         """Apply one step to ``p.array`` in place, given the gradient array ``grad``.

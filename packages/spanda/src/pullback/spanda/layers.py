@@ -99,7 +99,17 @@ class SpikingLinear(_SpikingLayer):
                  bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.synapse = nn.Linear(in_features, out_features, bias=bias, device=device, dtype=dtype)
-        self.neuron = neuron if neuron is not None else LIF(beta=0.9)
+        self.neuron = _neuron(type(self).__name__, neuron)
+
+
+def _neuron(layer: str, neuron: Any) -> SpikingNeuron:
+    """The layer's neurons: ``neuron``, which must be a SpikingNeuron, or ``LIF(beta=0.9)``."""
+    if neuron is None:
+        return LIF(beta=0.9)
+    if not isinstance(neuron, SpikingNeuron):
+        raise TypeError(f"{layer}: neuron must be a SpikingNeuron (e.g. spanda.LIF(beta=0.9)), "
+                        f"got {type(neuron).__name__} {neuron!r}")
+    return neuron
 
 
 class SpikingConv2d(_SpikingLayer):
@@ -116,7 +126,7 @@ class SpikingConv2d(_SpikingLayer):
         super().__init__()
         self.synapse = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride,
                                  padding=padding, bias=bias, device=device, dtype=dtype)
-        self.neuron = neuron if neuron is not None else LIF(beta=0.9)
+        self.neuron = _neuron(type(self).__name__, neuron)
 
 
 class SpikingSequential(nn.Sequential):

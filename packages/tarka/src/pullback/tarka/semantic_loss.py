@@ -164,6 +164,10 @@ class SemanticLoss(nn.Module):
 
     def __init__(self, constraint: Constraint, reduction: str = "mean") -> None:
         super().__init__()
+        if not isinstance(constraint, Constraint):
+            raise TypeError(f"SemanticLoss: constraint must be a Constraint (e.g. "
+                            f"tarka.ExactlyOne(num_vars) or tarka.CNF(clauses, num_vars)), got "
+                            f"{type(constraint).__name__} {constraint!r}")
         if reduction not in _REDUCTIONS:
             raise ValueError(f"SemanticLoss: reduction must be one of {_REDUCTIONS}, "
                              f"got {reduction!r}")

@@ -16,6 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pullback._files import write_atomic
+
 from .._export import EXPORT_PIPELINE, inference_graph
 from .._ir import Graph
 from . import cortex_m, program
@@ -154,11 +156,11 @@ def export_c(module_or_graph: Any, example_inputs: Any, out_dir: str | Path,
     emitter.build()
     source, weight_bytes = source_text(identifier, graph, emitter)
     header = header_text(identifier, graph, emitter, weight_bytes)
-    folder = Path(out_dir)
+    folder = Path(out_dir)  # the folder the user named (a link to one is theirs to make)
     folder.mkdir(parents=True, exist_ok=True)
     header_path, source_path = folder / f"{identifier}.h", folder / f"{identifier}.c"
-    header_path.write_text(header)
-    source_path.write_text(source)
+    write_atomic(header_path, header, sync=False)
+    write_atomic(source_path, source, sync=False)
     return CExport(identifier, header_path, source_path,
                    [(ph.value.shape, ph.value.dtype) for ph in graph.placeholders],
                    [(v.shape, v.dtype) for v in graph.outputs],

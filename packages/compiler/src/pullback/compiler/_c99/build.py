@@ -9,14 +9,19 @@ sanitizer_environment`).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from pullback._files import move_into_place, write_atomic
 
 STRICT_FLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic")
 
@@ -44,6 +49,21 @@ def run_compiler(arguments: Sequence[str], what: str) -> None:
         raise RuntimeError(f"{what} failed ({' '.join(arguments)}):\n{done.stderr[-4000:]}")
 
 
+def run_compiler_into(arguments: Sequence[str], target: Path, what: str) -> Path:
+    """Run the compiler with ``-o`` a fresh name in a private temporary folder beside
+    ``target``, then rename the result over ``target``: a linker opens its output following
+    links, so it never writes where a link planted at ``target`` points (see
+    :mod:`pullback._files`)."""
+    scratch = tempfile.mkdtemp(prefix=".build-", dir=target.parent)
+    try:
+        built = Path(scratch) / target.name
+        run_compiler([*arguments, "-o", str(built)], what)
+        move_into_place(built, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
 def build_shared(source: Path, target: Path, flags: Sequence[str] = STRICT_FLAGS,
                  openmp: bool = False, sanitize: str | None = None) -> Path:
     """Compile ``source`` into the shared library ``target``."""
@@ -51,9 +71,30 @@ def build_shared(source: Path, target: Path, flags: Sequence[str] = STRICT_FLAGS
     if cc is None:
         raise RuntimeError("no C compiler: set $CC or install gcc")
     arguments = [cc, *flags, *(["-fopenmp"] if openmp else []), *sanitizer_flags(sanitize),
-                 "-fPIC", "-shared", str(source), "-o", str(target), "-lm"]
-    run_compiler(arguments, f"compiling {source.name}")
-    return target
+                 "-fPIC", "-shared", str(source), "-lm"]
+    return run_compiler_into(arguments, target, f"compiling {source.name}")
+
+
+_loaded_copies: list[Path] = []  # this process's folder of libraries as loaded (see below)
+
+
+def load_library(path: Path) -> ctypes.CDLL:
+    """``path`` loaded with ctypes, as it is now.
+
+    The dynamic loader keeps one library per path: a library rebuilt at the same path (another
+    model exported to the same folder and name) would load as the one already loaded, and
+    compute the old model's outputs. So a private copy named by a hash of the file's bytes is
+    loaded instead (in a 0700 folder of this process, removed at exit): the same bytes share
+    one copy, other bytes are another library."""
+    data = path.read_bytes()
+    if not _loaded_copies:
+        folder = Path(tempfile.mkdtemp(prefix="pullback-export-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _loaded_copies.append(folder)
+    copy = _loaded_copies[0] / f"{path.stem}-{hashlib.sha256(data).hexdigest()[:16]}.so"
+    if not copy.exists():
+        write_atomic(copy, data, sync=False)
+    return ctypes.CDLL(str(copy))
 
 
 class CLibrary:
@@ -68,7 +109,7 @@ class CLibrary:
     def __init__(self, path: Path, name: str, inputs: list[tuple[tuple[int, ...], np.dtype]],
                  outputs: list[tuple[tuple[int, ...], np.dtype]]) -> None:
         self.path = path
-        self._library = ctypes.CDLL(str(path))
+        self._library = load_library(path)
         self._function = getattr(self._library, f"{name}_multi")
         self._function.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
         self._function.restype = None

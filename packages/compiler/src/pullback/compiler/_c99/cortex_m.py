@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from .build import STRICT_FLAGS, run_compiler
+from pullback._files import write_atomic
+
+from .build import STRICT_FLAGS, run_compiler_into
 from .program import main_source
 
 if TYPE_CHECKING:
@@ -135,21 +137,21 @@ def build(export: CExport, samples: Sequence[Sequence[np.ndarray]], out_dir: str
           optimization: str = "-O2") -> CortexM4Build:
     """Cross-compile the export (with the strict C99 flags) and a ``main`` that prints its
     outputs on ``samples``."""
-    folder = Path(out_dir)
+    folder = Path(out_dir)  # the folder the user named (a link to one is theirs to make)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "startup.c").write_text(_STARTUP)
-    (folder / "mps2_an386.ld").write_text(_LINKER_SCRIPT)
+    write_atomic(folder / "startup.c", _STARTUP, sync=False)
+    write_atomic(folder / "mps2_an386.ld", _LINKER_SCRIPT, sync=False)
     main = folder / f"{export.name}_main.c"
-    main.write_text(main_source(export, samples))
-    model_object = folder / f"{export.name}.m4.o"
+    write_atomic(main, main_source(export, samples), sync=False)
     strict = [f for f in STRICT_FLAGS if not f.startswith("-O")] + [optimization]
-    run_compiler([CROSS_COMPILER, *CPU_FLAGS, *strict, "-c", str(export.source), "-o",
-                  str(model_object)], f"cross-compiling {export.source.name}")
-    elf = folder / f"{export.name}.elf"
-    run_compiler([CROSS_COMPILER, *CPU_FLAGS, optimization, "-std=gnu99",
-                  "--specs=rdimon.specs", "-nostartfiles", "-T", str(folder / "mps2_an386.ld"),
-                  f"-I{export.source.parent}", str(folder / "startup.c"), str(main),
-                  str(model_object), "-lm", "-o", str(elf)], "linking the Cortex-M4 program")
+    model_object = run_compiler_into(
+        [CROSS_COMPILER, *CPU_FLAGS, *strict, "-c", str(export.source)],
+        folder / f"{export.name}.m4.o", f"cross-compiling {export.source.name}")
+    elf = run_compiler_into(
+        [CROSS_COMPILER, *CPU_FLAGS, optimization, "-std=gnu99", "--specs=rdimon.specs",
+         "-nostartfiles", "-T", str(folder / "mps2_an386.ld"), f"-I{export.source.parent}",
+         str(folder / "startup.c"), str(main), str(model_object), "-lm"],
+        folder / f"{export.name}.elf", "linking the Cortex-M4 program")
     return CortexM4Build(elf, sizes(model_object), sizes(elf))
 
 

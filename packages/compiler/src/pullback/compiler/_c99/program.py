@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .build import STRICT_FLAGS, compiler, run_compiler, sanitizer_flags
+from pullback._files import write_atomic
+
+from .build import STRICT_FLAGS, compiler, run_compiler_into, sanitizer_flags
 from .emitter import ctype_of
 from .writer import array_literal
 
@@ -56,7 +58,8 @@ def run_parsed(export: CExport, executable: Path, printed: str, samples: int) ->
 def main_source(export: CExport, samples: Sequence[Sequence[np.ndarray]],
                 repeats: int = 0) -> str:
     """``main.c``: run ``export`` on each sample (a tuple of input arrays) and print the
-    outputs; with ``repeats`` > 0, time that many calls on the first sample."""
+    outputs; with ``repeats`` > 0, time that many calls on the first sample. Its own names all
+    begin ``pb_``, which no export's identifier does (see :mod:`.names`)."""
     name = export.name
     lines = []
     if repeats:
@@ -68,47 +71,48 @@ def main_source(export: CExport, samples: Sequence[Sequence[np.ndarray]],
             if array.shape != shape:
                 raise ValueError(f"sample {s} input {i} has shape {array.shape}, the export "
                                  f"takes {shape}")
-            lines.append(f"static const {ctype_of(dtype)} sample{s}_in{i}[{max(array.size, 1)}]"
+            lines.append(f"static const {ctype_of(dtype)} pb_sample{s}_in{i}[{max(array.size, 1)}]"
                          " = {")
             lines += array_literal(array)
             lines.append("};")
     for j, (shape, dtype) in enumerate(export.outputs):
         size = max(int(np.prod(shape, dtype=np.int64)), 1)
-        lines.append(f"static {ctype_of(dtype)} out{j}[{size}];")
+        lines.append(f"static {ctype_of(dtype)} pb_out{j}[{size}];")
     lines += ["", "int main(void) {"]
-    out_args = [f"out{j}" for j in range(len(export.outputs))]
+    out_args = [f"pb_out{j}" for j in range(len(export.outputs))]
     # the one-input one-output form where there is one (name(in, out)), else name_multi
     entry = name if len(export.inputs) == 1 and len(export.outputs) == 1 else f"{name}_multi"
     for s in range(len(samples)):
-        in_args = [f"sample{s}_in{i}" for i in range(len(export.inputs))]
+        in_args = [f"pb_sample{s}_in{i}" for i in range(len(export.inputs))]
         lines.append(f"    {entry}({', '.join(in_args + out_args)});")
         for j, (shape, _) in enumerate(export.outputs):
             size = int(np.prod(shape, dtype=np.int64))
             lines += [f'    printf("out {s} {j}");',
-                      f'    for (int i = 0; i < {size}; i++) printf(" %.9g", (double)out{j}[i]);',
+                      f'    for (int pb_i = 0; pb_i < {size}; pb_i++) '
+                      f'printf(" %.9g", (double)pb_out{j}[pb_i]);',
                       '    printf("\\n");']
     if repeats:
-        in_args = [f"sample0_in{i}" for i in range(len(export.inputs))]
+        in_args = [f"pb_sample0_in{i}" for i in range(len(export.inputs))]
         call = f"{entry}({', '.join(in_args + out_args)});"
         block = max(repeats // _BLOCKS, 1)
-        lines += ["    double best = -1.0, best_cpu = -1.0;",
+        lines += ["    double pb_best = -1.0, pb_best_cpu = -1.0;",
                   f"    {call}  /* warm the caches */",
-                  f"    for (int k = 0; k < {_BLOCKS}; k++) {{",
-                  "        struct timespec start, stop, cpu_start, cpu_stop;",
-                  "        clock_gettime(CLOCK_MONOTONIC, &start);",
-                  "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_start);",
-                  f"        for (int r = 0; r < {block}; r++) {call}",
-                  "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_stop);",
-                  "        clock_gettime(CLOCK_MONOTONIC, &stop);",
-                  "        const double ns = ((stop.tv_sec - start.tv_sec) * 1e9 + "
-                  f"(stop.tv_nsec - start.tv_nsec)) / {block};",
-                  "        const double cpu_ns = ((cpu_stop.tv_sec - cpu_start.tv_sec) * 1e9 + "
-                  f"(cpu_stop.tv_nsec - cpu_start.tv_nsec)) / {block};",
-                  "        if (best < 0 || ns < best) best = ns;",
-                  "        if (best_cpu < 0 || cpu_ns < best_cpu) best_cpu = cpu_ns;",
+                  f"    for (int pb_k = 0; pb_k < {_BLOCKS}; pb_k++) {{",
+                  "        struct timespec pb_start, pb_stop, pb_cpu_start, pb_cpu_stop;",
+                  "        clock_gettime(CLOCK_MONOTONIC, &pb_start);",
+                  "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &pb_cpu_start);",
+                  f"        for (int pb_r = 0; pb_r < {block}; pb_r++) {call}",
+                  "        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &pb_cpu_stop);",
+                  "        clock_gettime(CLOCK_MONOTONIC, &pb_stop);",
+                  "        const double pb_ns = ((pb_stop.tv_sec - pb_start.tv_sec) * 1e9 + "
+                  f"(pb_stop.tv_nsec - pb_start.tv_nsec)) / {block};",
+                  "        const double pb_cpu_ns = ((pb_cpu_stop.tv_sec - pb_cpu_start.tv_sec) * 1e9 + "
+                  f"(pb_cpu_stop.tv_nsec - pb_cpu_start.tv_nsec)) / {block};",
+                  "        if (pb_best < 0 || pb_ns < pb_best) pb_best = pb_ns;",
+                  "        if (pb_best_cpu < 0 || pb_cpu_ns < pb_best_cpu) pb_best_cpu = pb_cpu_ns;",
                   "    }",
-                  '    printf("time_ns %.1f\\n", best);',
-                  '    printf("cpu_time_ns %.1f\\n", best_cpu);']
+                  '    printf("time_ns %.1f\\n", pb_best);',
+                  '    printf("cpu_time_ns %.1f\\n", pb_best_cpu);']
     lines += ["    return 0;", "}", ""]
     return "\n".join(lines)
 
@@ -149,12 +153,11 @@ def build_native_program(export: CExport, samples: Sequence[Sequence[np.ndarray]
         raise RuntimeError("no C compiler: set $CC or install gcc")
     folder = Path(out_dir)
     main = folder / f"{export.name}_main.c"
-    main.write_text(main_source(export, samples, repeats))
-    target = folder / f"{export.name}_main"
-    run_compiler([cc, *flags, *(["-fopenmp"] if openmp else []), *sanitizer_flags(None),
-                  f"-I{export.source.parent}", str(main), str(export.source), "-o",
-                  str(target), "-lm"], f"compiling {main.name}")
-    return target
+    write_atomic(main, main_source(export, samples, repeats), sync=False)
+    return run_compiler_into(
+        [cc, *flags, *(["-fopenmp"] if openmp else []), *sanitizer_flags(None),
+         f"-I{export.source.parent}", str(main), str(export.source), "-lm"],
+        folder / f"{export.name}_main", f"compiling {main.name}")
 
 
 def run_program(path: Path, timeout: float = 300) -> str:

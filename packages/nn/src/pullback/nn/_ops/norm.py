@@ -29,6 +29,13 @@ def _layer_norm_kernel(xp: Any) -> Any:
         axes = _axes(x.ndim, normalized_ndim)
         mean = xp.mean(x, axis=axes, keepdims=True)
         y = x - mean
+        # The corrected two-pass algorithm: a float mean is off by its rounding (an ulp of the
+        # values), which 1/sqrt(eps) would blow up in a constant row (0.0048 from 1e3s); the
+        # mean of the differences is that error, so a constant row normalizes to exactly 0,
+        # as in PyTorch (whose Welford mean of a constant row is exact).
+        correction = xp.mean(y, axis=axes, keepdims=True)
+        mean += correction
+        y -= correction
         var = xp.mean(y * y, axis=axes, keepdims=True)
         if x.dtype != xp.float64 and not bool(xp.isfinite(var).all()):
             # The squares overflowed (float32 from |x - mean| ~ 1.8e19, float16 from 256):

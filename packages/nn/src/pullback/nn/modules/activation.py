@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pullback
+from pullback.errors import ArgumentError
 from pullback.tensor import Tensor
 
 from .. import functional as F
@@ -187,6 +188,10 @@ class GELU(Module):
     """Gaussian error linear unit; ``approximate="tanh"`` for the tanh approximation."""
 
     def __init__(self, approximate: str = "none") -> None:
+        # checked when built (PyTorch checks at the first call): a typo fails where it is made
+        if approximate not in ("none", "tanh"):
+            raise ArgumentError(f"GELU: approximate must be 'none' or 'tanh', got "
+                                f"{approximate!r}")
         super().__init__()
         self.approximate = approximate
 

@@ -9,15 +9,20 @@ from typing import Any, Callable
 from pullback.tensor import Tensor
 
 from .. import functional as F
-from ..functional.loss import legacy_reduction
+from ..functional.loss import _REDUCTIONS as REDUCTIONS
+from ..functional.loss import check_reduction, legacy_reduction
 from ..module import Module
 
 
 class _Loss(Module):
+    reductions: tuple[str, ...] = REDUCTIONS  # what ``reduction`` may be
+
     def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
                  reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = legacy_reduction(size_average, reduce, reduction)
+        # checked when built (PyTorch checks at the first call): a typo fails where it is made
+        check_reduction(type(self).__name__, self.reduction, self.reductions)
 
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}"
@@ -119,6 +124,8 @@ class BCEWithLogitsLoss(_WeightedLoss):
 
 class KLDivLoss(_Loss):
     """KL divergence; ``input`` holds log-probabilities (``log_target`` for the target too)."""
+
+    reductions = REDUCTIONS + ("batchmean",)
 
     def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
                  reduction: str = "mean", log_target: bool = False) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pullback.errors import ArgumentError
 from pullback.tensor import Tensor
 
 from .. import functional as F
+from ..functional.interpolate import _MODES as INTERPOLATION_MODES
 from ..module import Module
 
 
@@ -19,6 +21,9 @@ class Upsample(Module):
                  align_corners: bool | None = None,
                  recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
+        if mode not in INTERPOLATION_MODES:  # checked when built, where a typo is made
+            raise ArgumentError(f"{type(self).__name__}: mode must be one of "
+                                f"{INTERPOLATION_MODES}, got {mode!r}")
         self.size = size
         self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) \
             else (tuple(float(f) for f in scale_factor) if scale_factor else None)

@@ -13,6 +13,7 @@ from typing import Any
 from pullback.errors import CheckpointError
 
 from .._registry import Registry
+from .._state_dict import check_like
 from ..errors import HyperparameterError, OptimizerTypeError, ParamGroupError
 from ..optimizer import Optimizer
 
@@ -131,7 +132,9 @@ class LRScheduler:
 
 
 def check_keys(scheduler: Any, state_dict: Any, expected: set[str]) -> None:
-    """Raise :class:`CheckpointError` unless ``state_dict`` has exactly the ``expected`` keys."""
+    """Raise :class:`CheckpointError` unless ``state_dict`` has exactly the ``expected`` keys,
+    each holding a value of the kind the scheduler holds there now (see :func:`check_like`):
+    a state that would fail at the next ``step()`` is refused when it is loaded."""
     name = type(scheduler).__name__
     if not isinstance(state_dict, dict):
         raise CheckpointError(f"{name}.load_state_dict: expected a dict, got "
@@ -142,6 +145,8 @@ def check_keys(scheduler: Any, state_dict: Any, expected: set[str]) -> None:
             f"{name}.load_state_dict: the state dict does not fit a {name} (missing keys: "
             f"{sorted(missing)}, unexpected keys: {sorted(unexpected)})"
         )
+    for key in sorted(expected):
+        check_like(state_dict[key], vars(scheduler)[key], f"{name}.load_state_dict: {key!r}")
 
 
 def _copy(value: Any) -> Any:

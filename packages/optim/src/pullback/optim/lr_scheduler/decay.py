@@ -9,9 +9,11 @@ import types
 from bisect import bisect_right
 from typing import Any, Callable, Iterable, Sequence
 
+from pullback.errors import CheckpointError
+
 from ..errors import HyperparameterError
 from ..optimizer import Optimizer
-from .base import SCHEDULERS, LRScheduler, check_keys, check_optimizer, per_group
+from .base import SCHEDULERS, LRScheduler, check_keys, check_like, check_optimizer, per_group
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -54,6 +56,14 @@ class LambdaLR(LRScheduler):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         check_keys(self, state_dict, {k for k in vars(self) if k != "optimizer"})
         lambdas = state_dict["lr_lambdas"]
+        for i, (fn, saved) in enumerate(zip(self.lr_lambdas, lambdas)):
+            current = None if isinstance(fn, types.FunctionType) else dict(vars(fn))
+            where = f"LambdaLR.load_state_dict: 'lr_lambdas'[{i}]"
+            if current is None and saved is not None:
+                raise CheckpointError(f"{where} holds a state, but this scheduler's function "
+                                      "keeps none")
+            if saved is not None:
+                check_like(saved, current, where)
         super().load_state_dict({**state_dict, "lr_lambdas": self.lr_lambdas})
         for fn, saved in zip(self.lr_lambdas, lambdas):
             if saved is not None:

@@ -173,9 +173,15 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         float mu = (float)(row_sum(xr, cols) / (double)cols);
-        /* sum of (x - mu)^2, as the dot of x - mu with itself, x - mu written to y first */
+        /* x - mu written to y first. The corrected two-pass algorithm: mu is off by its
+         * rounding (an ulp of the values), which rstd ~ 1/sqrt(eps) would blow up in a
+         * constant row; the mean of x - mu is that error (exactly, for a constant row, which
+         * then normalizes to exactly 0 as in PyTorch). The sum of (x - mu - c)^2 is the dot of
+         * y with y - c, c the correction (their difference is c * sum(y - c) = 0). */
         for (int64_t j = 0; j < cols; j++) yr[j] = xr[j] - mu;
-        double ss = row_dot(yr, yr, cols, 0.0f, 1.0f);
+        float correction = (float)(row_sum(yr, cols) / (double)cols);
+        double ss = row_dot(yr, yr, cols, correction, 1.0f);
+        mu += correction;
         if (!__builtin_isfinite(ss) || !__builtin_isfinite(mu)) {
             /* overflow, or a NaN/inf in the row (which gives NaN either way) */
             layer_norm_row_f64(xr, w, b, yr, mean + r, rstd + r, cols, eps);
