@@ -370,3 +370,14 @@ def test_the_tensor_class_refuses_a_bare_number_as_torch_does() -> None:
         pb.Tensor(3.5)
     with pytest.raises(TypeError, match="data must be a sequence"):
         torch.Tensor(3.5)
+
+
+@pytest.mark.parametrize("program", ["t = M.zeros(3); t[1].add_(5)",
+                                     "t = M.zeros(2, 3); t[1, 2].fill_(7)",
+                                     "t = M.zeros(2, 3); t[0][1].copy_(M.tensor(4.0))",
+                                     "t = M.zeros(2, 2); v = t[1, 1]; t.add_(1); v.mul_(10)"])
+def test_an_element_picked_by_integers_is_a_view_as_in_torch(program: str) -> None:
+    ours, theirs = {"M": pb}, {"M": torch}
+    exec(program, ours)
+    exec(program, theirs)
+    np.testing.assert_array_equal(ours["t"].numpy(), theirs["t"].numpy())

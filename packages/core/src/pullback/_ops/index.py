@@ -45,7 +45,21 @@ def _along_index(xp: Any, idx: Any, axis: int) -> tuple[Any, ...]:
 
 # -- basic and advanced indexing --------------------------------------------------------------
 
-GETITEM = declare(Op("getitem", lambda xp: lambda x, key: x[key], view=True, save_inputs=False,
+def _getitem_kernel(xp: Any) -> Any:
+    ndarray = xp.ndarray
+
+    def getitem(x: Any, key: Any) -> Any:
+        out = x[key]
+        if out.__class__ is not ndarray:
+            # NumPy answers an int for every dim with a scalar, a copy: a trailing Ellipsis
+            # gives the 0-d view PyTorch returns (t[i].add_(1) must write into t).
+            out = x[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+        return out
+
+    return getitem
+
+
+GETITEM = declare(Op("getitem", _getitem_kernel, view=True, save_inputs=False,
                      doc="basic indexing (slices, ints, None, Ellipsis): a view"))
 INDEX = declare(Op("index", lambda xp: lambda x, key: x[key], save_inputs=False,
                    doc="advanced indexing (integer arrays, boolean masks): a copy"))
