@@ -86,6 +86,11 @@ int = int32  # noqa: A001
 _load_plugins()
 _install_finder()
 
+from . import amp  # noqa: E402 - pullback.amp, as torch.amp (its casts need core's ops loaded)
+from .amp import (  # noqa: E402 - torch.autocast and its queries
+    autocast, get_autocast_dtype, is_autocast_enabled,
+)
+
 # NumPy warns where PyTorch is silent (log(0) is -inf, 0/0 is nan, exp overflows to inf): ignore
 # those warnings when they come from pullback's own kernels, and only there. A user's filter
 # (``-W error``) still comes first.

@@ -23,6 +23,8 @@ IndexShapeError            an index tensor of a shape the op refuses   ShapeErro
 DivisionByZeroError        integer division by zero                    ZeroDivisionError,
                                                                        RuntimeError
 DeviceError                tensors on different or unknown devices     RuntimeError
+DeviceUnavailableError     a device type with no usable device         DeviceError,
+                           (``cuda`` without a GPU)                    AssertionError
 AutogradError              misuse of autograd                          RuntimeError
 =========================  ==========================================  ==========================
 """
@@ -78,6 +80,12 @@ class UnsupportedError(ArgumentError, NotImplementedError):
 
 class DeviceError(PullbackError, RuntimeError):
     """Tensors on different devices, or a device that is unknown or unavailable."""
+
+
+class DeviceUnavailableError(DeviceError, AssertionError):
+    """A device type with no usable device here (``cuda`` without a GPU or without
+    pullback-cuda): the RuntimeError a CUDA build of PyTorch raises on a machine without a GPU,
+    and the AssertionError of a CPU-only build ("Torch not compiled with CUDA enabled")."""
 
 
 class IndexOutOfRangeError(PullbackError, IndexError, RuntimeError):

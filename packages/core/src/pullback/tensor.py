@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
+from ._tensor_device import DeviceQueries
 from .dtypes import is_floating, to_dtype
 from .errors import AutogradError, DTypeError
 
@@ -36,7 +37,7 @@ def default_device() -> Any:
     return _default_device
 
 
-class Tensor:
+class Tensor(DeviceQueries):
     """An N-d array on a device that can take part in reverse-mode autodiff.
 
     Create tensors with :func:`pullback.tensor` and friends; ``Tensor(data)`` works too.
