@@ -44,6 +44,7 @@ from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
 from . import linalg  # noqa: E402 - pullback.linalg, as torch.linalg
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402
+from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
 from .creation import (  # noqa: E402
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
     linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, randperm, tensor,
@@ -100,7 +101,7 @@ _warnings.filterwarnings(
 
 # Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
 # ``torch.utils.data.DataLoader``) without importing them: imported on first use.
-_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", *_SUBPACKAGES})
+_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", *_SUBPACKAGES})
 
 
 def __getattr__(name: str) -> Any:

@@ -13,6 +13,8 @@ UnsupportedDTypeError      an op that has no kernel for a dtype        DTypeErro
                                                                        NotImplementedError
 NonNumericDataError        tensor data that is not numbers (strings)   DTypeError, ValueError
 ArgumentError              an argument value an op does not accept     ValueError, RuntimeError
+CheckpointError            a damaged checkpoint, a state dict that     ValueError, RuntimeError
+                           does not fit
 ArgumentTypeError          an argument that is no Tensor, number or    TypeError
                            array (a list, a string, another object)
 UnsupportedError           a mode or feature that is not implemented   ArgumentError,
@@ -117,8 +119,9 @@ class MissingPackageError(PullbackError, ImportError):
     """An optional pullback distribution is not installed."""
 
 
-class CheckpointError(PullbackError, ValueError):
-    """A checkpoint file that is truncated, malformed or holds something unexpected."""
+class CheckpointError(PullbackError, ValueError, RuntimeError):
+    """A checkpoint file that is truncated, malformed or holds something unexpected, or a state
+    dict that does not fit a module (PyTorch raises RuntimeError for both)."""
 
 
 class AnomalyError(PullbackError, RuntimeError):
