@@ -33,11 +33,13 @@ def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: 
     override ``reduction`` when either is given)."""
     if size_average is None and reduce is None:
         return reduction
-    warnings.warn("size_average and reduce are deprecated, use reduction= instead",
-                  DeprecationWarning, stacklevel=3)
     if reduce is False:
-        return "none"
-    return "mean" if size_average is None or size_average else "sum"
+        legacy = "none"
+    else:
+        legacy = "mean" if size_average is None or size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{legacy}' instead.", UserWarning, stacklevel=3)
+    return legacy
 
 
 def reduce_(loss: Tensor, reduction: str) -> Tensor:
@@ -67,9 +69,10 @@ def _broadcast(where: str, input: Tensor, target: Tensor) -> tuple[Tensor, Tenso
     except ValueError:
         _same_shape(where, input, target)
         raise
-    warnings.warn(f"{where}: using a target size {tuple(target.shape)} that is different to "
-                  f"the input size {tuple(input.shape)}; they are broadcast to {shape}",
-                  UserWarning, stacklevel=3)
+    warnings.warn(f"Using a target size ({tuple(target.shape)}) that is different to the input "
+                  f"size ({tuple(input.shape)}). This will likely lead to incorrect results due "
+                  f"to broadcasting. Please ensure they have the same size. ({where} broadcasts "
+                  f"both to {shape})", UserWarning, stacklevel=3)
     return pullback.broadcast_to(input, shape), pullback.broadcast_to(target, shape)
 
 
@@ -340,6 +343,11 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     where = "kl_div"
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(where, reduction, _REDUCTIONS + ("batchmean",))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=3)
     _same_shape(where, input, target)
     if log_target:
         loss = pullback.exp(target) * (target - input)
