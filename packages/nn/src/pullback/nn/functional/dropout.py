@@ -114,7 +114,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
                       "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       "spatial dimensions, a channel dimension, and an optional batch dimension "
                       "(i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
-    if input.ndim == 5:
+    if input.ndim == 5 or not training or check_p("dropout3d", p) == 0.0:
         return _feature_dropout("dropout3d", input, p, training)
     return _feature_dropout("dropout3d", input.unsqueeze(0), p, training).squeeze(0)
 
@@ -122,11 +122,11 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
 def _feature_dropout(where: str, input: Tensor, p: float, training: bool) -> Tensor:
     """PyTorch's feature dropout: one draw per (axis 0, axis 1) pair, shared along the rest."""
     p = check_p(where, p)
+    if not training or p == 0.0:
+        return input
     if input.ndim < 2:
         raise ShapeError(f"{where}: Feature dropout requires at least 2 dimensions in the "
                          f"input, got shape {tuple(input.shape)}")
-    if not training or p == 0.0:
-        return input
     if p == 1.0:
         return input * 0.0
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)

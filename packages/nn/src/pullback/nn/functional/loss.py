@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import warnings
-
 import numpy as np
 
 import pullback
@@ -279,7 +278,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     safe = pullback.where(flat_target != ignore_index, flat_target, 0).reshape(-1, 1)
     picked = pullback.take_along_axis(logp, safe, axis=1).reshape(-1)
     row_weight = _target_weights(weight, flat_target, ignore_index, input)
-    loss = -picked * row_weight
+    # through where, an ignored target's gradient is 0 even when the mean divides by a total
+    # weight of 0 (PyTorch skips them: its loss is NaN, their gradient 0)
+    loss = pullback.where(flat_target != ignore_index, -picked * row_weight, 0.0)
     if reduction == "none":
         return loss.reshape(tuple(target.shape))
     if reduction == "sum":
@@ -301,12 +302,28 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if data.size and (float(data.min()) < 0 or float(data.max()) > 1):
         raise ValueError(f"{where}: input values must be probabilities in [0, 1], got range "
                          f"[{float(data.min())}, {float(data.max())}]")
-    log_x = pullback.clamp(pullback.log(input), min=-100.0)
-    log_1mx = pullback.clamp(pullback.log(1.0 - input), min=-100.0)
-    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    loss = _bce_elementwise(input, target)
     if weight is not None:
         loss = loss * weight
     return reduce_(loss, reduction)
+
+
+def _bce_elementwise(x: Tensor, t: Tensor) -> Tensor:
+    """``-(t log x + (1 - t) log(1 - x))`` with PyTorch's clamp of the logs at -100 and PyTorch's
+    gradient, ``(x - t) / max(x (1 - x), 1e-12)``, finite at probabilities of exactly 0 and 1
+    (the derivative of a clamped log is ``0 * inf`` there). Inside, where ``x (1 - x) >=
+    1e-12``, autograd of the logs is that gradient; at the edges the value comes from the
+    detached input and the gradient from a linear term that is 0 in value. Only ops: vmap, the
+    compiler and higher-order gradients go through it."""
+
+    def clamped(p: Tensor) -> Tensor:
+        return -(t * pullback.clamp(pullback.log(p), min=-100.0)
+                 + (1.0 - t) * pullback.clamp(pullback.log(1.0 - p), min=-100.0))
+
+    x_fixed = x.detach()
+    inside = x_fixed * (1.0 - x_fixed) >= 1e-12
+    edge = clamped(x_fixed) + (x_fixed - t.detach()) / 1e-12 * (x - x_fixed)
+    return pullback.where(inside, clamped(pullback.where(inside, x, 0.5)), edge)
 
 
 @autocast_function("binary_cross_entropy_with_logits")
