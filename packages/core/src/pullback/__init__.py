@@ -101,7 +101,7 @@ _warnings.filterwarnings(
 
 # Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
 # ``torch.utils.data.DataLoader``) without importing them: imported on first use.
-_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", *_SUBPACKAGES})
+_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", "random", *_SUBPACKAGES})
 
 
 def __getattr__(name: str) -> Any:
