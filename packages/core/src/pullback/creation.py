@@ -82,6 +82,13 @@ def _host(x: Any) -> Any:
 def tensor(data: Any, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python floats become float32, ints int64)."""
+    if isinstance(data, Tensor):
+        import warnings
+
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                      ".requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
     arr, dev = _array_from(data, dtype, device, copy=True)
     t = Tensor._wrap(arr, dev)
     if requires_grad:
@@ -121,7 +128,10 @@ def from_dlpack(obj: Any) -> Tensor:
 def _shape(shape: Sequence[Any]) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    sizes = tuple(int(s) for s in shape)
+    if builtins.any(s < 0 for s in sizes):
+        raise ArgumentError(f"Trying to create tensor with negative dimension: {sizes}")
+    return sizes
 
 
 def _make(fill: Any, shape: tuple[int, ...], dtype: Any, device: Any, requires_grad: bool) -> Tensor:
@@ -218,6 +228,10 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (integer dtypes
     truncate toward zero, as in PyTorch; NumPy rounds down)."""
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        raise DTypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    if steps < 0:
+        raise ArgumentError(f"linspace(): number of steps must be non-negative, got {steps}")
     dev = _device(device)
     dt = to_dtype(dtype)
     xp = dev.backend.xp

@@ -16,6 +16,7 @@ import numpy as np
 import pullback
 from pullback.errors import CheckpointError
 from pullback.tensor import Tensor
+from pullback.utils.hooks import RemovableHandle
 
 from .parameter import Buffer, Parameter
 
@@ -25,18 +26,6 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
-
-
-class RemovableHandle:
-    """Returned by the ``register_*_hook`` methods; ``remove()`` unregisters the hook."""
-
-    def __init__(self, hooks: dict[int, Callable[..., Any]], key: int) -> None:
-        self._hooks = hooks
-        self._key = key
-
-    def remove(self) -> None:
-        """Unregister the hook (a second call does nothing)."""
-        self._hooks.pop(self._key, None)
 
 
 _hook_ids = iter(range(1 << 62))
