@@ -9,10 +9,10 @@ Write the convolution as a trilinear form ``B(x, w, g) = sum g[n,o,i,j] w[o,c,p,
 
 (``nn.conv3d``... likewise) and the gradient of each is made of the other two, so derivatives
 of any order stay inside these three ops. Kernels use im2col: a strided *view* of the padded
-input holds every window, one copy turns it into a matrix, and one batched GEMM
-(``xp.matmul``) does the arithmetic. The input gradient is a GEMM followed by one strided add
-per kernel offset (col2im). The 2-d ops use the C im2col/col2im for float32 on the CPU; the 1-d
-convolutions are 2-d ones of height 1.
+input holds every window, one copy turns it into a matrix, and one batched GEMM (the backend's
+``matmul`` kernel: on the CPU, the process's GEMM provider) does the arithmetic. The input
+gradient is a GEMM followed by one strided add per kernel offset (col2im). The 2-d ops use the C
+im2col/col2im for float32 on the CPU; the 1-d convolutions are 2-d ones of height 1.
 
 Attributes: ``stride`` and ``dilation`` have one int per spatial axis, ``padding`` one
 ``(before, after)`` pair per axis (PyTorch's ``"same"`` can be asymmetric; in 2-d
@@ -33,6 +33,7 @@ from pullback.registry import Op
 
 from . import _native
 from ._call import op_in
+from ._matmul import matmul_for
 from .geometry import PaddingNd, Sizes, check_output_size, check_same_dtype, check_windows
 
 
@@ -129,7 +130,7 @@ def _convolve(xp: Any, x: Any, w: Any, stride: Sizes, padding: PaddingNd, dilati
     o = w.shape[0]
     cols, out_hw = _im2col(xp, x, tuple(w.shape[2:]), stride, padding, dilation, groups, where)
     wmat = w.reshape(groups, o // groups, -1)
-    y = xp.matmul(wmat, cols).reshape((x.shape[0], o) + tuple(out_hw))
+    y = matmul_for(xp)(wmat, cols).reshape((x.shape[0], o) + tuple(out_hw))
     # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
     return (y if y.dtype == x.dtype else y.astype(x.dtype)), cols
 
@@ -191,7 +192,7 @@ def _input_grad_kernel(where: str) -> Any:
             _check_groups(where, groups, c)
             wmat = w.reshape(groups, o // groups, -1)
             gmat = g.reshape(n, groups, o // groups, math.prod(out_hw))
-            cols = xp.matmul(wmat.transpose(0, 2, 1), gmat).reshape((n, c) + kernel + out_hw)
+            cols = matmul_for(xp)(wmat.transpose(0, 2, 1), gmat).reshape((n, c) + kernel + out_hw)
             if xp is np and rank == 2:  # the C col2im is 2-d
                 dx = _native.col2im(cols, spatial, stride, padding, dilation)
                 if dx is not NotImplemented:
@@ -230,7 +231,7 @@ def _weight_grad_kernel(where: str) -> Any:
             cols, _ = _im2col(xp, x, kernel, stride, padding, dilation, groups, where)
             n, o = g.shape[:2]
             gmat = g.reshape(n, groups, o // groups, cols.shape[-1])
-            dw = xp.matmul(gmat, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
+            dw = matmul_for(xp)(gmat, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
             return dw.astype(x.dtype, copy=False)
 
         return conv_weight_grad
