@@ -1,8 +1,9 @@
 """One GPT training step (forward, backward, AdamW), pullback vs the same model in PyTorch.
 
 Model: vocab 65, block 64, width 128, 4 heads, 4 layers, batch 32, float32 (target, issue 41:
-pullback at most 1.1x PyTorch's eager step; eager_targets.py times it in separate processes). Also prints model-FLOPs utilization against this machine's
-measured float32 GEMM throughput, and pullback's time per op (forward and backward).
+pullback at most 1.1x PyTorch's eager step; eager_targets.py times it in separate processes).
+Also prints model-FLOPs utilization against this machine's measured float32 GEMM throughput, and
+pullback's time per op (forward and backward).
 
 Run: python benchmarks/gpt_step.py [--device cpu] [--profile] [--clock cpu] (``cpu``: process
 CPU time of both sides, steadier than wall time on a busy machine).
@@ -106,7 +107,8 @@ def main() -> None:
     peak = gemm_gflops(torch)
     flops = model_flops_per_step(CONFIG, BATCH)
     emit(benchmark="gpt_step", device=args.device, batch=BATCH, config=CONFIG.to_dict(),
-         pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=TARGET, meets_target=t_pb / t_torch <= TARGET,
+         pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=TARGET,
+         meets_target=t_pb / t_torch <= TARGET,
          clock=args.clock, gemm=pb.backends.backends()["cpu"].gemm_provider(),
          gemm_peak_gflops=peak, pullback_mfu=flops / t_pb / 1e9 / peak,
          torch_mfu=flops / t_torch / 1e9 / peak)

@@ -36,6 +36,7 @@ with the thread count; a compiled program splits its products exactly as eager d
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from importlib import metadata
 from pathlib import Path
@@ -136,10 +137,16 @@ def _operand(a: np.ndarray) -> tuple[int, int] | None:
     rows, cols = a.shape[-2:]
     item = a.itemsize
     s_row, s_col = a.strides[-2:]
-    if (s_col == item or cols == 1) and s_row % item == 0 and s_row // item >= max(cols, 1):
-        return _NO_TRANS, s_row // item
-    if (s_row == item or rows == 1) and s_col % item == 0 and s_col // item >= max(rows, 1):
-        return _TRANS, s_col // item
+    # the stride along an axis of length one is never used (NumPy may leave any value there, 0
+    # for a broadcast axis): such an axis counts as contiguous, its leading dimension minimal
+    if (cols == 1 or s_col == item) and (rows == 1 or s_row % item == 0):
+        ld = s_row // item if rows > 1 else max(cols, 1)
+        if ld >= max(cols, 1):
+            return _NO_TRANS, ld
+    if (rows == 1 or s_row == item) and (cols == 1 or s_col % item == 0):
+        ld = s_col // item if cols > 1 else max(rows, 1)
+        if ld >= max(rows, 1):
+            return _TRANS, ld
     return None
 
 
@@ -193,28 +200,31 @@ class SingleProduct(NamedTuple):
 
 
 def _operands(lib: Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
-    """``(x, y, stack shape, out, trans_x, trans_y, ldx, ldy)`` of ``x @ y`` as MKL will run
-    it, or ``None`` when MKL does not take these operands."""
+    """``(x, y, stack shape, out, trans_x, trans_y, ldx, ldy, shape)`` of ``x @ y`` as MKL will
+    run it (``shape``: the product's), or ``None`` when MKL does not take these operands."""
     dtype = x.dtype
     if (x.__class__ is not np.ndarray or y.__class__ is not np.ndarray or dtype != y.dtype
             or dtype.name not in lib.gemm or x.ndim < 2 or y.ndim < 2
             or x.shape[-1] != y.shape[-2]):
         return None
     k, n = x.shape[-1], y.shape[-1]
-    if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
-        x = x.reshape(-1, k)  # one GEMM over the stack's rows
     try:
         batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     except ValueError:
         return None
+    shape = batch + (x.shape[-2], n)
     if k == 0 or x.shape[-2] == 0 or n == 0 or 0 in batch:
         return None  # NumPy's empty-product conventions
+    if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous:
+        x, batch = x.reshape(-1, k), ()  # one GEMM over the stack's rows
+    elif batch and math.prod(batch) == 1:  # a stack of one product (a batch of one image)
+        x, y, batch = x.reshape(x.shape[-2:]), y.reshape(y.shape[-2:]), ()
     x, trans_x, ldx = _matrix(x)
     y, trans_y, ldy = _matrix(y)
     if max(x.shape[-2], n, k, ldx, ldy) > _CBLAS_INT_MAX:
         return None  # beyond CBLAS's 32-bit sizes
     out = np.empty(batch + (x.shape[-2], n), dtype=dtype)
-    return x, y, batch, out, trans_x, trans_y, ldx, ldy
+    return x, y, batch, out, trans_x, trans_y, ldx, ldy, shape
 
 
 # Single products planned before, by operand layout: a training step calls each product on
@@ -231,10 +241,11 @@ def _layout(x: Any, y: Any) -> tuple[Any, ...] | None:
     return x.shape, x.strides, x.dtype, y.shape, y.strides, y.dtype
 
 
-def _plan(lib: Mkl, x: Any, y: Any) -> SingleProduct | tuple[Any, ...] | None:
+def _plan(lib: Mkl, x: Any, y: Any, layout: Any = None) -> SingleProduct | tuple[Any, ...] | None:
     """``x @ y`` planned: a :class:`SingleProduct`, or :func:`_operands`'s tuple for a stack of
     products, or ``None`` when MKL does not take these operands."""
-    layout = _layout(x, y)
+    if layout is None:
+        layout = _layout(x, y)
     known = _PLANS.get(layout) if layout is not None else None
     if known is not None:
         gemm, kernel, out_shape, sizes, shape = known
@@ -254,13 +265,13 @@ def _plan(lib: Mkl, x: Any, y: Any) -> SingleProduct | tuple[Any, ...] | None:
 
 def _single(lib: Mkl, x: Any, y: Any, found: tuple[Any, ...]) -> SingleProduct:
     """The planned product of :func:`_operands`'s ``found`` for a 2-D result."""
-    xm, ym, _, out, trans_x, trans_y, ldx, ldy = found
+    xm, ym, _, out, trans_x, trans_y, ldx, ldy, shape = found
     gemm, kernel = lib.gemm[x.dtype.name]
     # row i of x starts i rows (no transpose) or i elements (transposed) in
     x_row = ldx if trans_x == _NO_TRANS else 1
     k, n = x.shape[-1], y.shape[-1]
     return SingleProduct(gemm, kernel, xm, ym, out, (trans_x, trans_y, n, k, ldx, x_row, ldy),
-                         x.shape[:-1] + (n,))
+                         shape)
 
 
 def single_product(x: Any, y: Any) -> SingleProduct | None:
@@ -278,12 +289,21 @@ def matmul(x: Any, y: Any) -> np.ndarray | None:
     lib = _chosen[0] if _chosen else mkl()
     if lib is None:
         return None
-    planned = _plan(lib, x, y)
+    layout = _layout(x, y)
+    known = _PLANS.get(layout) if layout is not None else None
+    if known is not None:  # the common case, kept short: a product of a layout seen before
+        gemm, kernel, out_shape, sizes, shape = known
+        out = np.empty(out_shape, x.dtype)
+        address = native.address
+        native.run_rows(kernel, out_shape[0], sizes[2] * sizes[3], gemm, address(x),
+                        address(y), address(out), *sizes)
+        return out if out_shape == shape else out.reshape(shape)
+    planned = _plan(lib, x, y, layout)
     if planned is None:
         return None
     if planned.__class__ is SingleProduct:
         return planned.run()  # type: ignore[union-attr]
-    xm, ym, batch, out, trans_x, trans_y, ldx, ldy = planned  # type: ignore[misc]
+    xm, ym, batch, out, trans_x, trans_y, ldx, ldy, _ = planned  # type: ignore[misc]
     # One group of equal products: the matrices' addresses in three arrays.
     rows, k, n = xm.shape[-2], xm.shape[-1], ym.shape[-1]
     a, b = _pointers(xm, batch), _pointers(ym, batch)

@@ -31,7 +31,7 @@ from pullback.errors import ShapeError
 from pullback.promotion import SAME
 from pullback.registry import Op
 
-from . import _native
+from . import _native, _native_conv
 from ._call import op_in
 from ._matmul import matmul_for
 from .geometry import PaddingNd, Sizes, check_output_size, check_same_dtype, check_windows
@@ -140,10 +140,19 @@ def _conv_kernel(where: str) -> Any:
         def conv(x: Any, w: Any, b: Any, *, stride: Sizes, padding: PaddingNd,
                  dilation: Sizes, groups: int) -> Any:
             check_same_dtype(where, ("input", x), ("weight", w), ("bias", b))
-            y, cols = _convolve(xp, x, w, stride, padding, dilation, groups, where)
+            y = saved = NotImplemented
+            if xp is np and len(stride) == 2 and w.ndim == 4:
+                # one GEMM per image (the backward then rebuilds the columns it needs)
+                out_hw = check_windows(where, tuple(x.shape), tuple(w.shape[2:]), stride,
+                                       padding, dilation)
+                y, saved = _native_conv.conv2d(x, w, out_hw, stride, padding, dilation,
+                                               groups), None
+            if y is NotImplemented:
+                y, cols = _convolve(xp, x, w, stride, padding, dilation, groups, where)
+                saved = (cols,)
             if b is not None:
                 y += b.reshape((1, -1) + (1,) * len(stride))
-            return y, (cols,)
+            return y, saved
 
         return conv
 
@@ -173,6 +182,11 @@ def _input_grad_kernel(where: str) -> Any:
             out_hw, kernel = tuple(g.shape[2:]), tuple(w.shape[2:])
             check_output_size(where, tuple(input_shape), kernel, stride, padding, dilation,
                               out_hw)
+            if xp is np and rank == 2:
+                dx = _native_conv.conv2d_input_grad(g, w, tuple(input_shape), stride, padding,
+                                                    dilation, groups)
+                if dx is not NotImplemented:
+                    return dx
             c, spatial = input_shape[1], tuple(input_shape[2:])
             # Padding of g that makes the stride-1 convolution come out at the input's size
             # (positions of the input that no window reached, e.g. a transposed conv's
@@ -228,6 +242,11 @@ def _weight_grad_kernel(where: str) -> Any:
             kernel = tuple(weight_shape[2:])
             check_output_size(where, tuple(x.shape), kernel, stride, padding, dilation,
                               tuple(g.shape[2:]))
+            if xp is np and rank == 2:
+                dw = _native_conv.conv2d_weight_grad(x, g, tuple(weight_shape), stride, padding,
+                                                     dilation, groups)
+                if dw is not NotImplemented:
+                    return dw
             cols, _ = _im2col(xp, x, kernel, stride, padding, dilation, groups, where)
             n, o = g.shape[:2]
             gmat = g.reshape(n, groups, o // groups, cols.shape[-1])
