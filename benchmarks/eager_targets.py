@@ -72,7 +72,9 @@ def time_one_side(case: str, side: str, clock: str, blocks: int, warmup: float) 
     if side != "torch":
         from pullback.backends import backends
 
-        record["gemm"] = backends()["cpu"].gemm_provider()
+        cpu = backends()["cpu"]
+        # revisions before the GEMM provider (compare_revisions.py) ran NumPy's products
+        record["gemm"] = cpu.gemm_provider() if hasattr(cpu, "gemm_provider") else "numpy"
     return record
 
 
