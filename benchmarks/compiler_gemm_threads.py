@@ -1,8 +1,9 @@
 """The matrix products of one GPT layer's training step (benchmarks/gpt_step.py's width 128,
-2,048 tokens) as a compiled program runs them with ``gemm="mkl"``: MKL sequential, each
-product's rows split over pullback's threads on core's C thread pool, against ``torch.matmul``
-(MKL on PyTorch's OpenMP threads) on the same operands, and against the same products on one
-thread. Requires the ``mkl`` extra (``pip install 'pullback-compiler[mkl]'``).
+2,048 tokens) as eager and compiled programs run them on core's GEMM provider (MKL sequential,
+each product's rows split over pullback's threads on core's C thread pool), against
+``torch.matmul`` (MKL on PyTorch's OpenMP threads) on the same operands, and against the same
+products on one thread. Requires MKL as the provider (the ``mkl`` wheel, a dependency of pullback
+on x86-64 Linux).
 
     python benchmarks/compiler_gemm_threads.py              # 2 threads, wall clock
     python benchmarks/compiler_gemm_threads.py --threads 1
@@ -19,7 +20,7 @@ import numpy as np
 
 import pullback as pb
 from _common import best_time, emit
-from pullback.compiler import _gemm
+from pullback import _gemm
 
 TOKENS = 2048
 # (inputs, outputs) of the layer's four linears: QKV, attention output, MLP up, MLP down
@@ -48,16 +49,15 @@ def products(rng: np.random.Generator) -> list[tuple[str, np.ndarray, np.ndarray
 
 def main() -> None:
     torch = torch_module()
-    mkl = _gemm._mkl()
-    if mkl is None:
-        raise SystemExit("MKL is not installed: pip install 'pullback-compiler[mkl]'")
+    if _gemm.provider() != "mkl":
+        raise SystemExit("MKL is not the GEMM provider: pip install mkl (and PULLBACK_GEMM unset)")
     totals = {"pullback": 0.0, "pullback_one_thread": 0.0, "torch": 0.0}
     threads = pb.get_num_threads()
     for name, x, y in products(np.random.default_rng(0)):
         tx, ty = torch.from_numpy(np.ascontiguousarray(x.T)).T, torch.from_numpy(y)
-        ours = best_ms(lambda x=x, y=y: _gemm.mkl_matmul(mkl, x, y))
+        ours = best_ms(lambda x=x, y=y: _gemm.matmul(x, y))
         pb.set_num_threads(1)
-        one = best_ms(lambda x=x, y=y: _gemm.mkl_matmul(mkl, x, y))
+        one = best_ms(lambda x=x, y=y: _gemm.matmul(x, y))
         pb.set_num_threads(threads)
         theirs = best_ms(lambda tx=tx, ty=ty: torch.matmul(tx, ty))
         gflop = 2 * x.shape[0] * x.shape[1] * y.shape[1] / 1e9

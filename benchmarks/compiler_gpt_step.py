@@ -1,7 +1,8 @@
 """A compiled GPT training step against pullback eager, PyTorch eager and torch.compile (CPU).
 
-The model and batch of benchmarks/gpt_step.py (4 layers, width 128, batch 32, AdamW). Target:
-the compiled step at most 0.9x PyTorch's eager step. Compile times (pullback.compiler: the
+The model and batch of benchmarks/gpt_step.py (4 layers, width 128, batch 32, AdamW). Target
+(issue 41): the compiled step at most 0.8x PyTorch's eager step, in the default install
+(eager_targets.py also times it in separate processes). Compile times (pullback.compiler: the
 traced calls until the guards settle; torch.compile: its first calls) are reported apart, as
 is the node count before and after each pass.
 
@@ -10,10 +11,9 @@ is the node count before and after each pass.
     python benchmarks/compiler_gpt_step.py --no-torch-compile   # skip torch.compile (slow build)
     python benchmarks/compiler_gpt_step.py --profile            # + the compiled step's time per op
 
-Which library runs the GEMMs is printed for each side: the compiled step uses
-``compile(gemm=--gemm)``, by default "auto": MKL when the optional ``mkl`` wheel is installed
-(``pip install pullback-compiler[mkl]``), and then the same step compiled with NumPy's GEMMs
-(compile's default) is timed too; PyTorch's CPU build uses MKL.
+Which library runs the GEMMs is printed for each side: pullback's eager and compiled steps use
+the process's GEMM provider (MKL where the ``mkl`` wheel is installed, a dependency of pullback on
+x86-64 Linux; ``PULLBACK_GEMM=numpy`` for NumPy's); PyTorch's CPU build uses MKL.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pullback.registry import get_op
 from gpt_step import BATCH, CONFIG  # the same model and batch (also puts torch_gpt on the path)
 from pullback.gpt import GPT
 
-TARGET = 0.9
+TARGET = 0.8
 
 
 def _clock():
@@ -170,8 +170,6 @@ def main() -> None:
     # three rounds, two runs minutes apart gave 1.26x and 0.70x; with ten, four gave 0.99-1.05x.
     parser.add_argument("--rounds", type=int, default=10, help="alternating rounds of 10 steps")
     parser.add_argument("--no-torch-compile", action="store_true")
-    parser.add_argument("--gemm", choices=("numpy", "mkl", "auto"), default="auto",
-                        help="compile(gemm=...) of the compiled side (auto: MKL if installed)")
     parser.add_argument("--profile", action="store_true",
                         help="also time each node of the compiled step")
     args, _ = parser.parse_known_args()
@@ -190,8 +188,7 @@ def main() -> None:
     pb.manual_seed(0)
     model = GPT(CONFIG)
     compiled = pc.compile(gpt_training_step(model, optim.AdamW(model.parameters(), lr=1e-3,
-                                                           weight_decay=0.1)), fullgraph=True,
-                          gemm=args.gemm)
+                                                           weight_decay=0.1)), fullgraph=True)
     pb_compile_s = compile_seconds(lambda: compiled(x, y))
     entry = compiled.entries[-1]
     for record in entry.report:
@@ -210,14 +207,6 @@ def main() -> None:
 
     sides = {"pullback_eager": lambda: eager(x, y), "pullback_compiled": lambda: compiled(x, y),
              "torch_eager": torch_step}
-    if args.gemm != "numpy" and pc.gemm_provider(args.gemm) == "mkl":
-        # the same compiled step with NumPy's GEMMs (compile's default)
-        pb.manual_seed(0)
-        numpy_model = GPT(CONFIG)
-        numpy_gemm = pc.compile(gpt_training_step(numpy_model, optim.AdamW(
-            numpy_model.parameters(), lr=1e-3, weight_decay=0.1)), fullgraph=True)
-        compile_seconds(lambda: numpy_gemm(x, y))
-        sides["pullback_compiled_numpy_gemm"] = lambda: numpy_gemm(x, y)
     torch_compile_s = None
     if not args.no_torch_compile:
         compiled_torch = torch.compile(torch_step)
@@ -229,9 +218,6 @@ def main() -> None:
     emit(benchmark="compiler_gpt_step", batch=BATCH, config=CONFIG.to_dict(), **record,
          compiled_vs_torch_eager=round(ratio, 3), target=TARGET, meets_target=ratio <= TARGET,
          compiled_vs_pullback_eager=round(times["pullback_compiled"] / times["pullback_eager"], 3),
-         compiled_numpy_gemm_vs_torch_eager=(
-             round(times["pullback_compiled_numpy_gemm"] / times["torch_eager"], 3)
-             if "pullback_compiled_numpy_gemm" in times else None),
          torch_compile_vs_torch_eager=(round(times["torch_compile"] / times["torch_eager"], 3)
                                        if "torch_compile" in times else None),
          pullback_compile_s=round(pb_compile_s, 2),

@@ -1,6 +1,7 @@
 """Per-op overhead: a chain of 1,000 ops on 8-element tensors, forward + backward.
 
-pullback time / PyTorch time (target: at most 1.25). Run: python benchmarks/core_overhead.py
+pullback time / PyTorch time (target, issue 41: at most 1.1; eager_targets.py times it in separate
+processes). Run: python benchmarks/core_overhead.py
 [--clock cpu] (``cpu``: process CPU time, steadier than wall time on a busy machine).
 """
 
@@ -15,6 +16,7 @@ import pullback as pb
 from _common import best_times, emit, torch_or_exit
 
 N_OPS = 1000
+TARGET = 1.1
 
 
 def chain(x, w):
@@ -52,7 +54,8 @@ def main() -> None:
 
     t_pb, t_torch = best_times(run_pb, run_torch, repeat=20, clock=clock)
     emit(benchmark="op_chain_fwd_bwd", ops=N_OPS, elements=8, pullback_ms=t_pb * 1e3,
-         torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=1.25)
+         torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=TARGET,
+         meets_target=t_pb / t_torch <= TARGET)
     f_pb, f_torch = best_times(run_pb_forward, run_torch_forward, repeat=20, clock=clock)
     emit(benchmark="op_chain_fwd_no_grad", ops=N_OPS, elements=8, pullback_ms=f_pb * 1e3,
          torch_ms=f_torch * 1e3, ratio=f_pb / f_torch)

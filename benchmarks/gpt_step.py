@@ -1,8 +1,9 @@
 """One GPT training step (forward, backward, AdamW), pullback vs the same model in PyTorch.
 
-Model: vocab 65, block 64, width 128, 4 heads, 4 layers, batch 32, float32 (target: pullback at
-most 1.3x PyTorch's eager step). Also prints model-FLOPs utilization against this machine's
-measured float32 GEMM throughput, and pullback's time per op (forward and backward).
+Model: vocab 65, block 64, width 128, 4 heads, 4 layers, batch 32, float32 (target, issue 41:
+pullback at most 1.1x PyTorch's eager step; eager_targets.py times it in separate processes).
+Also prints model-FLOPs utilization against this machine's measured float32 GEMM throughput, and
+pullback's time per op (forward and backward).
 
 Run: python benchmarks/gpt_step.py [--device cpu] [--profile] [--clock cpu] (``cpu``: process
 CPU time of both sides, steadier than wall time on a busy machine).
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "gpt" 
 CONFIG = GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0,
                    bias=False)
 BATCH = 32
+TARGET = 1.1
 
 
 def model_flops_per_step(cfg: GPTConfig, batch: int) -> float:
@@ -105,7 +107,9 @@ def main() -> None:
     peak = gemm_gflops(torch)
     flops = model_flops_per_step(CONFIG, BATCH)
     emit(benchmark="gpt_step", device=args.device, batch=BATCH, config=CONFIG.to_dict(),
-         pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=1.3, clock=args.clock,
+         pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=TARGET,
+         meets_target=t_pb / t_torch <= TARGET,
+         clock=args.clock, gemm=pb.backends.backends()["cpu"].gemm_provider(),
          gemm_peak_gflops=peak, pullback_mfu=flops / t_pb / 1e9 / peak,
          torch_mfu=flops / t_torch / 1e9 / peak)
     if args.profile:

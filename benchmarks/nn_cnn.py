@@ -1,5 +1,6 @@
 """LeNet-like CNN (conv 1->8 3x3, max-pool 2, conv 8->16 3x3, max-pool 2, linear 400->10), batch
-64, one SGD step: pullback vs PyTorch CPU (2 threads) in one process. Target: at most 1.5x.
+64, one SGD step: pullback vs PyTorch CPU (2 threads) in one process. Target (issue 41): at most
+1.1x (eager_targets.py times it in separate processes).
 
     python benchmarks/nn_cnn.py                          # 2 threads, wall clock (the target)
     python benchmarks/nn_cnn.py --threads 1 --clock cpu  # work per step, on a busy machine
@@ -14,7 +15,7 @@ import pullback
 import pullback.nn.functional as F
 from pullback import nn, optim
 
-TARGET = 1.5
+TARGET = 1.1
 
 
 def build(mod):

@@ -1,5 +1,6 @@
 """MLP 784-256-256-10, batch 128, one SGD step (forward, cross-entropy, backward, update):
-pullback vs PyTorch CPU (2 threads) in one process. Target: at most 1.2x PyTorch's time.
+pullback vs PyTorch CPU (2 threads) in one process. Target (issue 41): at most 1.1x PyTorch's time
+(eager_targets.py times it in separate processes).
 
     python benchmarks/nn_mlp.py                          # 2 threads, wall clock (the target)
     python benchmarks/nn_mlp.py --threads 1 --clock cpu  # work per step, on a busy machine
@@ -14,7 +15,7 @@ import pullback
 import pullback.nn.functional as F
 from pullback import nn, optim
 
-TARGET = 1.2
+TARGET = 1.1
 
 
 def main() -> None:

@@ -54,16 +54,19 @@ def test_json_report_lists_what_each_plugin_registered(
     core = rows["pullback"]
     assert core["status"] == "loaded" and core["error"] is None
     assert core["registered"]["backends"] == [
-        {"name": "cpu", "available": True, "device_count": 1, "reason": None}]
+        {"name": "cpu", "available": True, "device_count": 1, "reason": None,
+         "gemm": pb.backends.backends()["cpu"].gemm_provider()}]
+    assert core["registered"]["backends"][0]["gemm"] in ("mkl", "numpy")
     assert len(core["registered"]["ops"]) == len(pb.plugins.records()["pullback"].registered["ops"])
     assert rows["tp"] == {
         "name": "tp", "distribution": "pullback-tp", "version": "", "module": "tp_plugin",
         "status": "loaded", "error": None,
         "registered": {
             "backends": [
-                {"name": "refnp", "available": True, "device_count": 2, "reason": None},
+                {"name": "refnp", "available": True, "device_count": 2, "reason": None,
+                 "gemm": None},
                 {"name": "offnp", "available": False, "device_count": 0,
-                 "reason": "no offnp driver"},
+                 "reason": "no offnp driver", "gemm": None},
             ],
             "ops": ["tp.twice"], "kernels": ["exp[refnp]"], "rules": ["tp.twice:c99"],
             "graph_passes": ["tp.fold"], "exporters": ["tp.fmt"],
@@ -85,6 +88,8 @@ def test_table_report_is_one_readable_line_per_plugin(
     (core_line,) = [line for line in lines if line.startswith("pullback ") and "loaded" in line]
     n_ops = len(pb.plugins.records()["pullback"].registered["ops"])
     assert f"ops ({n_ops}): " in core_line and core_line.endswith(", ...")
+    gemm = pb.backends.backends()["cpu"].gemm_provider()
+    assert f"cpu [available, 1 device, GEMM: {gemm}]" in core_line
     verbose = run_main(capsys, "--verbose")
     assert not any(line.endswith(", ...") for line in verbose.splitlines())
 

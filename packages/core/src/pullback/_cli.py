@@ -1,9 +1,9 @@
 """The ``pullback`` command line (also ``python -m pullback``).
 
 ``pullback plugins`` lists the installed pullback distributions: version, load status, and what
-each registered (backends with their availability, ops, kernels, rules, graph passes,
-exporters), then the plugins that failed to load and why. ``--json`` prints the same report as
-JSON for scripts and CI.
+each registered (backends with their availability and the library of their matrix products,
+ops, kernels, rules, graph passes, exporters), then the plugins that failed to load and why.
+``--json`` prints the same report as JSON for scripts and CI.
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def _backend_info(name: str) -> dict[str, Any]:
     available = bool(backend.is_available())
     return {"name": name, "available": available,
             "device_count": backend.device_count() if available else 0,
-            "reason": None if available else backend.unavailable_reason()}
+            "reason": None if available else backend.unavailable_reason(),
+            "gemm": backend.gemm_provider() if available else None}
 
 
 def format_table(report: dict[str, Any], verbose: bool = False) -> str:
@@ -110,7 +111,8 @@ def _describe(registered: dict[str, list[Any]], verbose: bool) -> str:
 def _backend_text(info: dict[str, Any]) -> str:
     if info["available"]:
         count = info["device_count"]
-        return f"{info['name']} [available, {count} device{'s' if count != 1 else ''}]"
+        gemm = f", GEMM: {info['gemm']}" if info.get("gemm") else ""
+        return f"{info['name']} [available, {count} device{'s' if count != 1 else ''}{gemm}]"
     reason = f": {info['reason']}" if info["reason"] else ""
     return f"{info['name']} [unavailable{reason}]"
 

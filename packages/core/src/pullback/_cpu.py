@@ -10,14 +10,17 @@ from ._cpu_native import NATIVE_KERNELS
 from ._cpu_parallel import (
     parallel_batched_matmul, parallel_elementwise, parallel_sum, parallel_sum_to,
 )
+from ._gemm import gemm_first, provider
 from ._host_memory import tune_malloc
 from .backends import Backend
 from .native import native_first
 
 
-# Sums whose row blocks add up (or stack up) to the whole, and stacks of small matrix products:
-# split over threads when large.
-_ROW_SPLITS = {"sum": parallel_sum, "sum_to": parallel_sum_to, "matmul": parallel_batched_matmul}
+# Sums whose row blocks add up (or stack up) to the whole: split over threads when large. Matrix
+# products run the GEMM provider (MKL splits its products over the threads itself), else NumPy's
+# with stacks of small products split over the threads.
+_ROW_SPLITS = {"sum": parallel_sum, "sum_to": parallel_sum_to,
+               "matmul": lambda kernel: gemm_first(parallel_batched_matmul(kernel))}
 
 
 class CPUBackend(Backend):
@@ -61,6 +64,9 @@ class CPUBackend(Backend):
 
     def memory_info(self, index: int = 0) -> dict[str, int] | None:
         return None
+
+    def gemm_provider(self) -> str | None:
+        return provider()
 
     def adapt_kernel(self, op: Any, kernel: Any) -> Any:
         # Large elementwise work and sums run on every core (NumPy's use one).

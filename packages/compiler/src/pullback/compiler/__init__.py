@@ -5,8 +5,8 @@
 * :func:`compile` returns a callable that traces once per kind of input (guards) and replays the
   optimized graph with no per-op Python dispatch.
 * :mod:`pullback.compiler.passes`: the registered graph passes and :func:`optimize`.
-* :func:`gemm_provider` says which library computes compiled programs' matrix products (MKL
-  with the optional ``mkl`` extra, else NumPy).
+* :func:`gemm_provider` says which library computes compiled programs' matrix products: core's
+  GEMM provider, eager's too (MKL where the ``mkl`` wheel is installed, else NumPy).
 * :func:`export_c` writes a model as self-contained C99 (down to a microcontroller);
   :func:`export_onnx` as an ONNX file, and :func:`import_onnx` loads one as a Module.
 """

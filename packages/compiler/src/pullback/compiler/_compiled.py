@@ -167,11 +167,12 @@ class CompiledFunction:
         traces: how many times the function was traced.
         trace_log: one line per trace: why it was traced.
         entries: the cached specialisations (``entries[-1].graph`` is the latest graph).
-        gemm: the library its programs' matrix products run on (``"numpy"`` or ``"mkl"``).
+        gemm: the library its programs' matrix products run on (``"numpy"`` or ``"mkl"``):
+            the process's GEMM provider, eager's too.
     """
 
     def __init__(self, fn: Callable[..., Any], *, fullgraph: bool = False,
-                 passes: Any = None, cache_limit: int = 8, gemm: str = "numpy",
+                 passes: Any = None, cache_limit: int = 8, gemm: str = "auto",
                  log: bool | Callable[[str], None] = False) -> None:
         if cache_limit < 1:
             raise ValueError(f"compile: cache_limit must be at least 1, got {cache_limit}")
@@ -298,7 +299,7 @@ class CompiledFunction:
 
 def compile(fn: Callable[..., Any], *, fullgraph: bool = False, passes: Any = None,  # noqa: A001
             cache_limit: int = 8, log: bool | Callable[[str], None] = False,
-            gemm: str = "numpy") -> CompiledFunction:
+            gemm: str = "auto") -> CompiledFunction:
     """Compile a function or Module: trace it on its first call, replay the optimized graph after.
 
     The first call with a new kind of input runs the function eagerly while tracing it (its
@@ -328,9 +329,12 @@ def compile(fn: Callable[..., Any], *, fullgraph: bool = False, passes: Any = No
         cache_limit: how many specialisations to keep before running new ones eagerly.
         log: ``True`` to log each trace to the ``pullback.compiler`` logger, or a callable
             taking the message.
-        gemm: the library of the replayed matrix products: ``"numpy"`` (the ops' own kernels:
-            results as eager's), ``"mkl"`` (Intel MKL from the ``mkl`` extra, faster on CPU,
-            rounded differently; ImportError without it) or ``"auto"`` (MKL where installed).
+        gemm: the library of the replayed matrix products: ``"auto"``, the process's GEMM
+            provider, which eager's products run on too (MKL where the ``mkl`` wheel is
+            installed, else NumPy's; ``$PULLBACK_GEMM`` chooses, see :mod:`pullback._gemm`), so
+            that compiled results are eager's. ``"mkl"`` or ``"numpy"`` checks that it is the
+            process's provider (``ValueError`` otherwise; ``ImportError`` for ``"mkl"`` where
+            MKL is missing).
 
     Returns:
         A :class:`CompiledFunction`.

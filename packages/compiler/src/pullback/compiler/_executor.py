@@ -75,15 +75,16 @@ class _Writer:
 
 
 def lower(graph: Graph, wrap: Callable[[Node, Callable[..., Any]], Callable[..., Any]] | None
-          = None, gemm: str = "numpy") -> Program:
-    """Generate the replay function of ``graph``. ``gemm="mkl"`` runs its matrix products
-    through MKL (see :func:`pullback.compiler.compile`); ``wrap(node, kernel)``, when given,
+          = None, gemm: str = "auto") -> Program:
+    """Generate the replay function of ``graph``. Its matrix products run on the process's GEMM
+    provider, as eager's (``gemm`` is checked against it, see :func:`pullback.compiler.compile`);
+    on MKL its product epilogues run block by block. ``wrap(node, kernel)``, when given,
     returns what the program calls for ``node`` instead of ``kernel`` (a profiler's timer)."""
-    from ._gemm import faster_products
+    from ._gemm import faster_products, provider
 
     w = _Writer()
     device = graph.device
-    products = faster_products(device) if gemm == "mkl" else None
+    products = faster_products(device) if provider(gemm) == "mkl" else None
     w.globals["asarray"] = get_backend(device).xp.asarray
     results = graph.result_values()
     keep = set(results)

@@ -101,55 +101,29 @@ class FusedKernel:
         return source
 
     def after_product_function(self, name: str) -> str:
-        """``{name}_after_product(lo, hi, gemm, pack_size, pack, compute, a, b, c, trans_a,
-        trans_b, n, k, lda, a_row_step, ldb, block, scale, cols, inputs..., outputs...)``: rows
-        ``lo`` to ``hi`` of the product ``c = op(a) op(b)`` (CBLAS's ``?gemm`` at address
-        ``gemm``, row-major, ``n`` columns), ``block`` rows at a time, each block followed by
-        this loop over its rows (``scale`` loop rows per product row: ``n`` for a flat loop,
-        else 1), while the block is still in the cache. ``c`` is the buffer the loop reads the
-        product from.
+        """``{name}_after_product(lo, hi, gemm, a, b, c, trans_a, trans_b, n, k, lda,
+        a_row_step, ldb, scale, cols, inputs..., outputs...)``: rows ``lo`` to ``hi`` of the
+        product ``c = op(a) op(b)`` (CBLAS's ``?gemm`` at address ``gemm``, row-major, ``n``
+        columns), then this loop over those rows (``scale`` loop rows per product row: ``n``
+        for a flat loop, else 1) in the same thread, while they are still in its cache. ``c``
+        is the buffer the loop reads the product from.
 
-        A share of more than one block first packs ``op(b)`` once (MKL's
-        ``cblas_?gemm_pack``, at ``pack``, its buffer sized by ``pack_size``) and runs each
-        block with ``cblas_?gemm_compute``: ``?gemm`` packs its right operand again on every
-        call, which made 64-row blocks of the GPT's products 10-20 % slower than one call on the
-        whole share. Null ``pack`` addresses (or a failed allocation) keep ``?gemm``."""
+        The product of a share is the one ``?gemm`` call that eager's product makes on the same
+        share (:func:`pullback.native.run_rows` splits both alike), so the loop reads eager's
+        bits. Blocks smaller than a share would round differently: MKL's sums over long inner
+        dimensions (784, 1000) depend on how many rows a call has."""
         assert self.after_product is not None
         t = _CTYPES[self.after_product]
         args = ", ".join(self._argument_names())
         params = ", ".join(self._array_params(restrict=False))
         return f"""typedef void (*{name}_gemm_t)(int, int, int, int, int, int, {t}, const {t} *,
     int, const {t} *, int, {t}, {t} *, int);
-typedef size_t (*{name}_pack_size_t)(int, int, int, int);
-typedef void (*{name}_pack_t)(int, int, int, int, int, int, {t}, const {t} *, int, {t} *);
-typedef void (*{name}_compute_t)(int, int, int, int, int, int, const {t} *, int, const {t} *,
-    int, {t}, {t} *, int);
-void {name}_after_product(int64_t lo, int64_t hi, void *gemm, void *pack_size, void *pack,
-        void *compute, const {t} *a, const {t} *b, {t} *c, int64_t trans_a, int64_t trans_b,
-        int64_t n, int64_t k, int64_t lda, int64_t a_row_step, int64_t ldb, int64_t block,
-        int64_t scale, int64_t cols, {params}) {{
-    enum {{ ROW_MAJOR = 101, B_MATRIX = 162, PACKED = 151 }};
-    {t} *packed = NULL;
-    if (pack && hi - lo > block) {{
-        packed = malloc((({name}_pack_size_t)pack_size)(B_MATRIX, (int)(hi - lo), (int)n,
-                                                          (int)k));
-        if (packed)
-            (({name}_pack_t)pack)(ROW_MAJOR, B_MATRIX, (int)trans_b, (int)(hi - lo), (int)n,
-                                  (int)k, 1, b, (int)ldb, packed);
-    }}
-    for (int64_t r = lo; r < hi; r += block) {{
-        const int64_t end = r + block < hi ? r + block : hi;
-        if (packed)
-            (({name}_compute_t)compute)(ROW_MAJOR, (int)trans_a, PACKED, (int)(end - r),
-                (int)n, (int)k, a + r * a_row_step, (int)lda, packed, (int)ldb, 0, c + r * n,
-                (int)n);
-        else
-            (({name}_gemm_t)gemm)(ROW_MAJOR, (int)trans_a, (int)trans_b, (int)(end - r),
-                (int)n, (int)k, 1, a + r * a_row_step, (int)lda, b, (int)ldb, 0, c + r * n,
-                (int)n);
-        {name}(r * scale, end * scale, cols, {args});
-    }}
-    free(packed);
+void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, const {t} *b,
+        {t} *c, int64_t trans_a, int64_t trans_b, int64_t n, int64_t k, int64_t lda,
+        int64_t a_row_step, int64_t ldb, int64_t scale, int64_t cols, {params}) {{
+    (({name}_gemm_t)gemm)(101 /* row-major */, (int)trans_a, (int)trans_b, (int)(hi - lo),
+        (int)n, (int)k, 1, a + lo * a_row_step, (int)lda, b, (int)ldb, 0, c + lo * n, (int)n);
+    {name}(lo * scale, hi * scale, cols, {args});
 }}
 """
 
@@ -270,8 +244,8 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, void *pack_size, v
         fn.restype = None
         if self.after_product is not None:
             after = getattr(library, f"{name}_after_product")
-            after.argtypes = ([ctypes.c_int64] * 2 + [ctypes.c_void_p] * 7
-                              + [ctypes.c_int64] * 10 + array_types)
+            after.argtypes = ([ctypes.c_int64] * 2 + [ctypes.c_void_p] * 4
+                              + [ctypes.c_int64] * 9 + array_types)
             after.restype = None
             self._after = after
         self._function = fn
@@ -297,8 +271,8 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, void *pack_size, v
         return outs
 
     def run_after_product(self, product: Any, at: int, rest: tuple[Any, ...]) -> Any:
-        """The product (a planned :class:`pullback.compiler._gemm.SingleProduct`) and this
-        loop over it (its input ``at``; ``rest`` the loop's other inputs), block by block on
+        """The product (a planned :class:`pullback._gemm.SingleProduct`) and this
+        loop over it (its input ``at``; ``rest`` the loop's other inputs), share by share on
         the threads; ``NotImplemented`` where the loop's rows are not the product's."""
         if self._library_function() is None or self._after is None:
             return NotImplemented
@@ -318,10 +292,8 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, void *pack_size, v
         pointers, copies = self._pointers(args)
         outs = [self._output(j, args) for j in range(len(self.outputs))]
         pointers += [native.address(o) for o in outs]
-        # blocks of about 128 KiB of the product: it is read back while still in L2
-        block = max(8, (1 << 17) // (n * out.itemsize))
-        native.run_rows(self._after, rows, n * product.sizes[3], *product.blocked_arguments(),
-                        block, scale, cols, *pointers)
+        native.run_rows(self._after, rows, n * product.sizes[3], *product.arguments(), scale,
+                        cols, *pointers)
         del copies
         return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -79,6 +79,11 @@ class Backend:
         """Restore a snapshot taken by :meth:`get_rng_state`."""
         raise NotImplementedError
 
+    def gemm_provider(self) -> str | None:
+        """The library that computes this backend's matrix products (the CPU's: ``"mkl"`` or
+        ``"numpy"``, see :mod:`pullback._gemm`), or ``None`` where the backend does not say."""
+        return None
+
     def asarray(self, obj: Any, dtype: Any = None, index: int = 0) -> Any:
         """Make a backend array on device ``index`` from an array, scalar or nested list."""
         return self.xp.asarray(obj, dtype=dtype)

@@ -20,25 +20,21 @@ from typing import Any
 import numpy as np
 
 from pullback.promotion import Promotion
-from pullback.registry import Op, get_op
+from pullback.registry import Op
 
 from pullback.native import native_first
 
 from . import _native, _native_attention
 from ._call import op_in
+from ._matmul import matmul_for
 from .softmax import (
     SOFTMAX, SOFTMAX_BACKWARD, _softmax_backward_kernel, _softmax_kernel, softmax_input_grad,
 )
 
 
-def _matmul(xp: Any) -> Any:
-    # on NumPy, core's CPU matmul: it splits stacks of small products over the threads
-    return get_op("matmul").kernel_for("cpu") if xp is np else xp.matmul
-
-
 def _sdpa_kernel(xp: Any) -> Any:
     softmax = _softmax_kernel(xp)
-    matmul = _matmul(xp)
+    matmul = matmul_for(xp)
 
     def masked_softmax(scores: Any, bias: Any, scale: float, causal: bool) -> Any:
         if bias is None and xp is np:
@@ -69,7 +65,7 @@ def _sdpa_kernel(xp: Any) -> Any:
 
 def _sdpa_backward_kernel(xp: Any) -> Any:
     softmax_backward = _softmax_backward_kernel(xp)
-    matmul = _matmul(xp)
+    matmul = matmul_for(xp)
 
     def scaled_dot_product_attention_backward(g: Any, q: Any, k: Any, v: Any, weights: Any, *,
                                               scale: float, causal: bool,

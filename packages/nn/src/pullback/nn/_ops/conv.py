@@ -9,10 +9,10 @@ Write the convolution as a trilinear form ``B(x, w, g) = sum g[n,o,i,j] w[o,c,p,
 
 (``nn.conv3d``... likewise) and the gradient of each is made of the other two, so derivatives
 of any order stay inside these three ops. Kernels use im2col: a strided *view* of the padded
-input holds every window, one copy turns it into a matrix, and one batched GEMM
-(``xp.matmul``) does the arithmetic. The input gradient is a GEMM followed by one strided add
-per kernel offset (col2im). The 2-d ops use the C im2col/col2im for float32 on the CPU; the 1-d
-convolutions are 2-d ones of height 1.
+input holds every window, one copy turns it into a matrix, and one batched GEMM (the backend's
+``matmul`` kernel: on the CPU, the process's GEMM provider) does the arithmetic. The input
+gradient is a GEMM followed by one strided add per kernel offset (col2im). The 2-d ops use the C
+im2col/col2im for float32 on the CPU; the 1-d convolutions are 2-d ones of height 1.
 
 Attributes: ``stride`` and ``dilation`` have one int per spatial axis, ``padding`` one
 ``(before, after)`` pair per axis (PyTorch's ``"same"`` can be asymmetric; in 2-d
@@ -31,8 +31,9 @@ from pullback.errors import ShapeError
 from pullback.promotion import SAME
 from pullback.registry import Op
 
-from . import _native
+from . import _native, _native_conv
 from ._call import op_in
+from ._matmul import matmul_for
 from .geometry import PaddingNd, Sizes, check_output_size, check_same_dtype, check_windows
 
 
@@ -129,7 +130,7 @@ def _convolve(xp: Any, x: Any, w: Any, stride: Sizes, padding: PaddingNd, dilati
     o = w.shape[0]
     cols, out_hw = _im2col(xp, x, tuple(w.shape[2:]), stride, padding, dilation, groups, where)
     wmat = w.reshape(groups, o // groups, -1)
-    y = xp.matmul(wmat, cols).reshape((x.shape[0], o) + tuple(out_hw))
+    y = matmul_for(xp)(wmat, cols).reshape((x.shape[0], o) + tuple(out_hw))
     # ml_dtypes' bfloat16 matmul returns float32; give back the input's dtype.
     return (y if y.dtype == x.dtype else y.astype(x.dtype)), cols
 
@@ -139,10 +140,19 @@ def _conv_kernel(where: str) -> Any:
         def conv(x: Any, w: Any, b: Any, *, stride: Sizes, padding: PaddingNd,
                  dilation: Sizes, groups: int) -> Any:
             check_same_dtype(where, ("input", x), ("weight", w), ("bias", b))
-            y, cols = _convolve(xp, x, w, stride, padding, dilation, groups, where)
+            y = saved = NotImplemented
+            if xp is np and len(stride) == 2 and w.ndim == 4:
+                # one GEMM per image (the backward then rebuilds the columns it needs)
+                out_hw = check_windows(where, tuple(x.shape), tuple(w.shape[2:]), stride,
+                                       padding, dilation)
+                y, saved = _native_conv.conv2d(x, w, out_hw, stride, padding, dilation,
+                                               groups), None
+            if y is NotImplemented:
+                y, cols = _convolve(xp, x, w, stride, padding, dilation, groups, where)
+                saved = (cols,)
             if b is not None:
                 y += b.reshape((1, -1) + (1,) * len(stride))
-            return y, (cols,)
+            return y, saved
 
         return conv
 
@@ -172,6 +182,11 @@ def _input_grad_kernel(where: str) -> Any:
             out_hw, kernel = tuple(g.shape[2:]), tuple(w.shape[2:])
             check_output_size(where, tuple(input_shape), kernel, stride, padding, dilation,
                               out_hw)
+            if xp is np and rank == 2:
+                dx = _native_conv.conv2d_input_grad(g, w, tuple(input_shape), stride, padding,
+                                                    dilation, groups)
+                if dx is not NotImplemented:
+                    return dx
             c, spatial = input_shape[1], tuple(input_shape[2:])
             # Padding of g that makes the stride-1 convolution come out at the input's size
             # (positions of the input that no window reached, e.g. a transposed conv's
@@ -191,7 +206,7 @@ def _input_grad_kernel(where: str) -> Any:
             _check_groups(where, groups, c)
             wmat = w.reshape(groups, o // groups, -1)
             gmat = g.reshape(n, groups, o // groups, math.prod(out_hw))
-            cols = xp.matmul(wmat.transpose(0, 2, 1), gmat).reshape((n, c) + kernel + out_hw)
+            cols = matmul_for(xp)(wmat.transpose(0, 2, 1), gmat).reshape((n, c) + kernel + out_hw)
             if xp is np and rank == 2:  # the C col2im is 2-d
                 dx = _native.col2im(cols, spatial, stride, padding, dilation)
                 if dx is not NotImplemented:
@@ -227,10 +242,15 @@ def _weight_grad_kernel(where: str) -> Any:
             kernel = tuple(weight_shape[2:])
             check_output_size(where, tuple(x.shape), kernel, stride, padding, dilation,
                               tuple(g.shape[2:]))
+            if xp is np and rank == 2:
+                dw = _native_conv.conv2d_weight_grad(x, g, tuple(weight_shape), stride, padding,
+                                                     dilation, groups)
+                if dw is not NotImplemented:
+                    return dw
             cols, _ = _im2col(xp, x, kernel, stride, padding, dilation, groups, where)
             n, o = g.shape[:2]
             gmat = g.reshape(n, groups, o // groups, cols.shape[-1])
-            dw = xp.matmul(gmat, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
+            dw = matmul_for(xp)(gmat, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
             return dw.astype(x.dtype, copy=False)
 
         return conv_weight_grad

@@ -36,12 +36,38 @@ def _ceil_room(size: int, k: int, stride: int, pad: int, dilation: int) -> int:
     return max(0, (out - 1) * stride + reach - (size + 2 * pad))
 
 
+# Geometries checked before, by everything they depend on: a model pools tensors of one shape
+# with one set of arguments every step, and the checks below are a quarter of a batch-1 LeNet's
+# forward (about 25 us of 225, one thread). Only hashable arguments (ints, tuples) are kept.
+_CHECKED: dict[tuple[Any, ...], dict[str, Any]] = {}
+_MAX_CHECKED = 256
+
+
 def pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: Any,
                   padding: Any, dilation: Any = 1, ceil_mode: bool = False,
                   floating_only: bool = False) -> dict[str, Any]:
     """The checked attributes of a pooling op over ``x`` (N, C, *spatial), as the op takes them:
     ``stride`` defaults to the kernel size, padding is at most half the kernel, and
     ``ceil_mode`` becomes extra room after the last axis entries."""
+    key = (where, rank, tuple(x.shape), x.dtype, kernel_size, stride, padding, dilation,
+           ceil_mode, floating_only)
+    try:
+        known = _CHECKED.get(key)
+    except TypeError:  # a list among the arguments: checked every time
+        return _pool_geometry(where, rank, x, kernel_size, stride, padding, dilation, ceil_mode,
+                              floating_only)
+    if known is None:
+        known = _pool_geometry(where, rank, x, kernel_size, stride, padding, dilation,
+                               ceil_mode, floating_only)
+        if len(_CHECKED) >= _MAX_CHECKED:
+            _CHECKED.clear()
+        _CHECKED[key] = known
+    return dict(known)
+
+
+def _pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: Any,
+                   padding: Any, dilation: Any, ceil_mode: bool,
+                   floating_only: bool) -> dict[str, Any]:
     expect_ndim(where, x, (rank + 2,))
     check_number_dtype(where, x, floating_only)
     kernel = ntuple(kernel_size, rank, where, "kernel_size")

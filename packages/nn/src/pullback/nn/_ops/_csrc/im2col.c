@@ -19,6 +19,7 @@
  * Rows and columns that fall in the padding are never read: they are skipped (col2im) or written
  * as zeros (im2col). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* the j range [*j_lo, *j_hi) whose column j*sw + c0 lies in 0..w-1 */
@@ -90,4 +91,85 @@ void col2im_f32(int64_t lo, int64_t hi, const float *cols, float *dx, int64_t h,
                 int64_t kh, int64_t kw, int64_t ho, int64_t wo, int64_t sh, int64_t sw,
                 int64_t pt, int64_t pl, int64_t dh, int64_t dw) {
     walk(lo, hi, dx, (float *)cols, h, w, kh, kw, ho, wo, sh, sw, pt, pl, dh, dw, 1);
+}
+
+/* Convolution as one GEMM per image, with the image's columns built (or read back) in a buffer
+ * that stays in the core's cache: im2col of a whole batch writes and then reads an array of
+ * N*C*kh*kw*Ho*Wo floats (42 MB for pytorch/examples' mnist conv2 at batch 64), which took as
+ * long as the products themselves. `gemm` is CBLAS's sgemm (MKL's, pullback/_gemm.py); groups
+ * are 1. Each call handles "chunks" lo..hi of the batch: chunk k is images n*k/chunks ..
+ * n*(k+1)/chunks. A buffer that cannot be allocated sets failed[lo] and leaves the outputs
+ * unwritten (the caller raises MemoryError). Same geometry guarantees as above; w is
+ * (O, C, kh, kw), y and g (N, O, Ho, Wo), all C-contiguous. */
+typedef void (*sgemm_t)(int, int, int, int, int, int, float, const float *, int, const float *,
+                        int, float, float *, int);
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+#define CHUNK_IMAGES(k) (n * (k) / chunks)
+
+/* y[b] = w (O x C*kh*kw) @ im2col(x[b]) */
+void conv_forward_f32(int64_t lo, int64_t hi, void *gemm, const float *x, const float *w,
+                      float *y, int64_t *failed, int64_t n, int64_t chunks, int64_t c,
+                      int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw, int64_t ho,
+                      int64_t wo, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                      int64_t dw) {
+    const int64_t ckk = c * kh * kw, hw = ho * wo;
+    float *cols = malloc((size_t)(ckk * hw) * sizeof(float));
+    if (!cols) {
+        failed[lo] = 1; /* one flag per call: lo is its first chunk */
+        return;
+    }
+    for (int64_t b = CHUNK_IMAGES(lo); b < CHUNK_IMAGES(hi); b++) {
+        walk(0, c, (float *)x + b * c * h * wd, cols, h, wd, kh, kw, ho, wo, sh, sw, pt, pl, dh,
+             dw, 0);
+        ((sgemm_t)gemm)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int)o, (int)hw, (int)ckk, 1.0f, w,
+                        (int)ckk, cols, (int)hw, 0.0f, y + b * o * hw, (int)hw);
+    }
+    free(cols);
+}
+
+/* dx[b] = col2im(w^T (C*kh*kw x O) @ g[b]) */
+void conv_input_grad_f32(int64_t lo, int64_t hi, void *gemm, const float *g, const float *w,
+                         float *dx, int64_t *failed, int64_t n, int64_t chunks, int64_t c,
+                         int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw, int64_t ho,
+                         int64_t wo, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                         int64_t dw) {
+    const int64_t ckk = c * kh * kw, hw = ho * wo;
+    float *cols = malloc((size_t)(ckk * hw) * sizeof(float));
+    if (!cols) {
+        failed[lo] = 1; /* one flag per call: lo is its first chunk */
+        return;
+    }
+    for (int64_t b = CHUNK_IMAGES(lo); b < CHUNK_IMAGES(hi); b++) {
+        ((sgemm_t)gemm)(ROW_MAJOR, TRANS, NO_TRANS, (int)ckk, (int)hw, (int)o, 1.0f, w,
+                        (int)ckk, g + b * o * hw, (int)hw, 0.0f, cols, (int)hw);
+        walk(0, c, dx + b * c * h * wd, cols, h, wd, kh, kw, ho, wo, sh, sw, pt, pl, dh, dw, 1);
+    }
+    free(cols);
+}
+
+/* dw_parts[k] (O x C*kh*kw) = sum over chunk k's images b of g[b] @ im2col(x[b])^T, the
+ * images added in order into one product (GEMM's beta = 1) */
+void conv_weight_grad_f32(int64_t lo, int64_t hi, void *gemm, const float *x, const float *g,
+                          float *dw_parts, int64_t *failed, int64_t n, int64_t chunks,
+                          int64_t c, int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw,
+                          int64_t ho, int64_t wo, int64_t sh, int64_t sw, int64_t pt,
+                          int64_t pl, int64_t dh, int64_t dw) {
+    const int64_t ckk = c * kh * kw, hw = ho * wo;
+    float *cols = malloc((size_t)(ckk * hw) * sizeof(float));
+    if (!cols) {
+        failed[lo] = 1; /* one flag per call: lo is its first chunk */
+        return;
+    }
+    for (int64_t k = lo; k < hi; k++) {
+        float *part = dw_parts + k * o * ckk;
+        for (int64_t b = CHUNK_IMAGES(k); b < CHUNK_IMAGES(k + 1); b++) {
+            walk(0, c, (float *)x + b * c * h * wd, cols, h, wd, kh, kw, ho, wo, sh, sw, pt, pl,
+                 dh, dw, 0);
+            ((sgemm_t)gemm)(ROW_MAJOR, NO_TRANS, TRANS, (int)o, (int)ckk, (int)hw, 1.0f,
+                            g + b * o * hw, (int)hw, cols, (int)hw,
+                            b == CHUNK_IMAGES(k) ? 0.0f : 1.0f, part, (int)ckk);
+        }
+    }
+    free(cols);
 }

@@ -1,10 +1,10 @@
 /* Row ranges of MKL's CBLAS products, in the native kernel convention (lo, hi, pointers...,
  * sizes...), so that pullback.native.run_rows splits one product, or one stack of products,
  * over the C thread pool with no Python in the hand-off. MKL itself runs sequential (see
- * _gemm.py for why).
+ * pullback/_gemm.py for why).
  *
- * The callers (_gemm.py) pass CBLAS's row-major layout, transpose flags and leading dimensions
- * that they have checked against the arrays, and sizes that fit CBLAS's 32-bit int.
+ * The callers (pullback/_gemm.py) pass CBLAS's row-major layout, transpose flags and leading
+ * dimensions that they have checked against the arrays, and sizes that fit CBLAS's 32-bit int.
  */
 #include <stdint.h>
 

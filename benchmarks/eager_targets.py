@@ -1,0 +1,140 @@
+"""Issue 41's table: each eager step (and batch-1 inference, and the compiled GPT step) timed for
+pullback and for PyTorch 2.13 CPU in processes of their own, alternating, with its target.
+
+In one process the two frameworks slow each other (threads that spin after their work: PyTorch's
+mnist step took 40 ms alone and 75-106 ms next to pullback), so every side of every case runs in
+a fresh process; the rounds alternate which side goes first, and each side keeps its best block
+over all rounds (a slow spell of a shared machine then costs both alike). Prints one JSON line per
+case (both times, the ratio pullback / PyTorch, the target, whether it is met) and writes them to
+``--csv`` (default ``docs/eager_targets.csv``), with the CPU model, the thread count and the GEMM
+provider pullback ran.
+
+    python benchmarks/eager_targets.py                        # every case, 3 rounds, 2 threads
+    python benchmarks/eager_targets.py --cases mlp_step lenet_step --rounds 5
+    python benchmarks/eager_targets.py --clock cpu            # process CPU time (busy machine)
+
+The workloads are in ``_eager_cases.py``. ``--clock cpu`` counts every thread's CPU time, spin
+included; with ``--threads 1`` it is the work each side does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SIDES = ("pullback", "torch")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def time_one_side(case: str, side: str, clock: str, blocks: int, warmup: float) -> dict:
+    """In this process: build ``case`` for ``side``, warm it up (at least five steps and
+    ``warmup`` seconds: a compiled step traces and builds in its first calls), then the best of
+    ``blocks`` blocks of steps (each block about 0.2 s) per step."""
+    from _eager_cases import CASES
+
+    if side == "torch":
+        import torch
+
+        torch.set_num_threads(int(os.environ["PULLBACK_NUM_THREADS"]))
+    step = CASES[case].builder(side)
+    now = time.process_time if clock == "cpu" else time.perf_counter
+    start = time.perf_counter()
+    for _ in range(5):
+        step()
+    while time.perf_counter() - start < warmup:
+        step()
+    t0 = time.perf_counter()
+    step()
+    calls = max(1, int(0.2 / max(time.perf_counter() - t0, 1e-6)))
+    best = float("inf")
+    for _ in range(blocks):
+        t0 = now()
+        for _ in range(calls):
+            step()
+        best = min(best, (now() - t0) / calls)
+    record = {"case": case, "side": side, "ms": best * 1e3, "calls_per_block": calls}
+    if side != "torch":
+        from pullback.backends import backends
+
+        cpu = backends()["cpu"]
+        # revisions before the GEMM provider (compare_revisions.py) ran NumPy's products
+        record["gemm"] = cpu.gemm_provider() if hasattr(cpu, "gemm_provider") else "numpy"
+    return record
+
+
+def run_side(case: str, side: str, args: argparse.Namespace) -> dict:
+    env = dict(os.environ)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                "PULLBACK_NUM_THREADS"):
+        env[var] = str(args.threads)
+    command = [sys.executable, str(HERE / "eager_targets.py"), "--child", case, side,
+               "--clock", args.clock, "--blocks", str(args.blocks), "--warmup", str(args.warmup)]
+    done = subprocess.run(command, env=env, cwd=HERE, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{case} ({side}) failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    from _eager_cases import CASES
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--blocks", type=int, default=7, help="timed blocks per process")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds of warm-up steps")
+    parser.add_argument("--csv", default=str(HERE.parent / "docs" / "eager_targets.csv"))
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "SIDE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(time_one_side(*args.child, args.clock, args.blocks, args.warmup)))
+        return
+    from _common import emit, write_csv
+
+    rows = []
+    for case in args.cases:
+        ours = "compiled" if case.endswith("_compiled") else "pullback"
+        best: dict[str, float] = {}
+        runs: dict[str, list[float]] = {ours: [], "torch": []}
+        gemm = None
+        for r in range(args.rounds):
+            order = (ours, "torch") if r % 2 == 0 else ("torch", ours)
+            for side in order:
+                record = run_side(case, side, args)
+                runs[side].append(round(record["ms"], 3))
+                best[side] = min(best.get(side, float("inf")), record["ms"])
+                gemm = record.get("gemm", gemm)
+        ratio = best[ours] / best["torch"]
+        row = dict(benchmark="eager_target", case=case, what=CASES[case].what,
+                   pullback_ms=round(best[ours], 3), torch_ms=round(best["torch"], 3),
+                   ratio=round(ratio, 3), target=CASES[case].target,
+                   meets_target=ratio <= CASES[case].target, pullback_runs_ms=runs[ours],
+                   torch_runs_ms=runs["torch"], threads=args.threads, clock=args.clock,
+                   gemm=gemm, cpu=_cpu_model())
+        emit(**row)
+        rows.append(row)
+    if args.csv:
+        write_csv(args.csv, [{k: (" ".join(map(str, v)) if isinstance(v, list) else v)
+                              for k, v in row.items()} for row in rows])
+
+
+if __name__ == "__main__":
+    main()
