@@ -24,7 +24,7 @@ import warnings
 from typing import Any, Callable
 
 from pullback.dispatch import DispatchMode, apply
-from pullback.dtypes import bfloat16, float16, float32, float64, to_dtype
+from pullback.dtypes import float16, float32, float64, is_bfloat16, to_dtype
 from pullback.errors import DeviceError
 from pullback.registry import Op, get_op
 from pullback.tensor import Tensor
@@ -33,8 +33,17 @@ from .._autocast_policy import active, innermost, policy_for
 
 __all__ = ["autocast", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled"]
 
-DEFAULT_DTYPES = {"cpu": bfloat16}  # every other device type: float16, as PyTorch
-_LOW = (float16, bfloat16)
+# By name: naming bfloat16's dtype would import ml_dtypes with pullback (half a second).
+DEFAULT_DTYPES = {"cpu": "bfloat16"}  # every other device type: float16, as PyTorch
+
+
+def _default_dtype(device_type: str) -> Any:
+    return to_dtype(DEFAULT_DTYPES.get(device_type, float16))
+
+
+def _is_low(dtype: Any) -> bool:
+    """float16 or bfloat16: the dtypes autocast casts down to."""
+    return dtype == float16 or is_bfloat16(dtype)
 
 
 class autocast(contextlib.ContextDecorator):  # noqa: N801 - torch.autocast's name
@@ -61,8 +70,7 @@ class autocast(contextlib.ContextDecorator):  # noqa: N801 - torch.autocast's na
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device_type = device_type
-        self.fast_dtype = to_dtype(dtype) if dtype is not None else \
-            DEFAULT_DTYPES.get(device_type, float16)
+        self.fast_dtype = to_dtype(dtype) if dtype is not None else _default_dtype(device_type)
         self.cache_enabled = cache_enabled
         self._enabled = bool(enabled)
         if self._enabled:
@@ -105,7 +113,7 @@ def _usable(device_type: str, dtype: Any) -> bool:
             warnings.warn(f"{device_type.upper()} is not available. Disabling autocast.",
                           UserWarning, stacklevel=3)
             return False
-    if dtype not in _LOW:
+    if not _is_low(dtype):
         warnings.warn(f"In {device_type.upper()} autocast, but the target dtype is not "
                       f"supported. Disabling autocast.\n{device_type.upper()} Autocast only "
                       f"supports dtypes of bfloat16, float16 currently.", UserWarning,
@@ -124,7 +132,7 @@ def is_autocast_enabled(device_type: str | None = None) -> bool:
 def get_autocast_dtype(device_type: str) -> Any:
     """The dtype autocast uses for ``device_type`` now (its default outside any block)."""
     block = innermost(device_type)
-    return block.fast_dtype if block is not None else DEFAULT_DTYPES.get(device_type, float16)
+    return block.fast_dtype if block is not None else _default_dtype(device_type)
 
 
 def is_autocast_available(device_type: str) -> bool:
@@ -161,7 +169,7 @@ def _cast_args(values: Any, precision: str, low: Any) -> Any:
         if dt.kind not in "fV" or dt == float64:
             return values
         target = low if precision == "lower" else float32
-        if dt == target or (precision == "float32" and dt not in _LOW):
+        if dt == target or (precision == "float32" and not _is_low(dt)):
             return values
         return apply(_CAST, values, dtype=target)
     if isinstance(values, (list, tuple)):
