@@ -106,7 +106,11 @@ def lower_epilogue(node: Node, device: str, product: Any = None) -> Any:
     from pullback.registry import get_op
 
     attrs = node.attrs
-    if product is None:
+    if product is None and attrs["product"] == "nn.linear":
+        from .._static_kernels import lower_linear
+
+        product = lower_linear(Node("nn.linear", node.inputs[:3], {}, [node.output]), device)
+    elif product is None:
         product = get_op(attrs["product"]).kernel_for(device)
     product_attrs = attrs["product_attrs"]
     n, at = attrs["n_product_args"], attrs["at"]
