@@ -104,8 +104,7 @@ class BatchAxes:
         what = f"a constant of shape {array.shape}"
         found = {d: self._source_of(array.shape[d], other.shape[d], f"{what} (axis {d})")
                  for d in sorted(axes)}
-        first = array[tuple(slice(0, 1) if d in axes else slice(None)
-                            for d in range(array.ndim))]
+        first = _first_slice(array, axes)
         if not (_same(array, np.broadcast_to(first, array.shape)) and
                 _same(other, np.broadcast_to(first, other.shape))):
             raise ExportError(f"export_onnx: {what} depends on the batch size and its rows "
@@ -123,6 +122,11 @@ class BatchAxes:
 
     def of(self, v: Value) -> frozenset[int]:
         return self.axes.get(v, frozenset())
+
+
+def _first_slice(array: np.ndarray, axes: Any) -> np.ndarray:
+    """``array`` with its ``axes`` cut to their first entry (kept, of size 1)."""
+    return array[tuple(slice(0, 1) if d in axes else slice(None) for d in range(array.ndim))]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -195,8 +199,7 @@ class OnnxBuilder:
     def _expanded(self, array: np.ndarray, axes: dict[int, tuple[Value, int]],
                   hint: str) -> str:
         """A constant made at the batch's size: its first slice, expanded to the input's."""
-        first = array[tuple(slice(0, 1) if d in axes else slice(None)
-                            for d in range(array.ndim))]
+        first = _first_slice(array, axes)
         sizes = [self.size_of(*axes[d]) if d in axes else self.ints([n])
                  for d, n in enumerate(array.shape)]
         return self.emit("Expand", [self.constant(first, hint), self.emit("Concat", sizes, axis=0)])

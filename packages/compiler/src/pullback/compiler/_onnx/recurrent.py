@@ -5,7 +5,8 @@ GRU, see :mod:`pullback.nn._ops.recurrent`): ONNX's ``RNN``, ``GRU`` or ``LSTM``
 The weights are reordered into ONNX's gate order (PyTorch's LSTM gates are i, f, g, o and
 ONNX's i, o, f, c; PyTorch's GRU gates r, z, n and ONNX's z, r, h, with
 ``linear_before_reset=1``, PyTorch's formulation) and the biases concatenated, as
-initializers. Packed sequences' ``lengths`` are the operator's ``sequence_lens``.
+initializers. Packed sequences are not exported (packing reads the lengths' values, which the
+tracer refuses).
 
 The op's one output packs ``[h_t, c_t]`` for every step and the final state (``out[T]``).
 ONNX's LSTM gives the hidden state of every step but only the final cell state, and has no
@@ -37,10 +38,10 @@ def _recurrent_layer(node: Node, b: OnnxBuilder) -> None:
         if isinstance(weight, Value) and weight not in b.graph.constants:
             raise b.fail("weights computed from the model's inputs (ONNX's recurrent "
                          "operators take them reordered, as initializers)")
+    if node.attrs.get("lengths") is not None:
+        # (packing reads the lengths' values: the tracer refuses it before this rule runs)
+        raise b.fail("packed sequences (per-sequence lengths) are not exported")
     if w_hr is not None or (mode == "LSTM" and _reads_cell_states(node, b)):
-        if node.attrs.get("lengths") is not None:
-            raise b.fail("an LSTM with a projection (or whose per-step cell states are read) "
-                         "over packed sequences: ONNX's LSTM has no projection")
         _unrolled_lstm(node, b)
         return
     _operator(node, b, mode)
@@ -72,9 +73,7 @@ def _operator(node: Node, b: OnnxBuilder, mode: str) -> None:
         weights.append(b.initializer(np.concatenate(biases)[None], hint("B")))
     else:
         weights.append("")
-    lengths = node.attrs.get("lengths")
-    weights.append("" if lengths is None else
-                   b.constant(np.asarray(lengths, np.int32), "sequence_lens"))
+    weights.append("")  # sequence_lens: every sequence runs the whole length
     states = [b.emit("Unsqueeze", [b.name(s), b.ints([0], "axes")])
               for s in ((h0, c0) if mode == "LSTM" else (h0,))]
     attrs: dict[str, Any] = {"hidden_size": int(hidden),
