@@ -94,8 +94,8 @@ def test_every_elementwise_rule_matches_its_ops_kernel(op, tmp_path):
 
 
 def test_an_op_without_an_onnx_rule_is_named_with_the_line(tmp_path):
-    with pytest.raises(ExportError, match=r"op 'cumsum' has no ONNX rule \(at .*test_export_onnx"):
-        export_onnx(lambda x: pb.cumsum(x, 0), pb.randn(3, 2), tmp_path / "m.onnx")
+    with pytest.raises(ExportError, match=r"op 'sinc' has no ONNX rule \(at .*test_export_onnx"):
+        export_onnx(lambda x: pb.sinc(x), pb.randn(3, 2), tmp_path / "m.onnx")
 
 
 def test_a_model_whose_structure_follows_the_batch_size_is_refused(tmp_path):
@@ -127,3 +127,21 @@ def test_the_exporter_is_registered_under_its_format_name():
     from pullback.plugins import exporters
 
     assert exporters()["onnx"] is export_onnx
+
+
+def test_batch_sized_constants_and_numbers_follow_the_input_or_are_named(tmp_path):
+    def zeros_state(x):  # a state made at the batch's size (an RNN's h0), and the batch size
+        return x + pb.zeros(x.shape[0], 1) - x.shape[0]
+
+    x = pb.randn(3, 2)
+    export_onnx(zeros_state, x, tmp_path / "m.onnx")
+    for batch in (x, pb.randn(7, 2)):
+        assert mismatches(run_onnx(tmp_path / "m.onnx", batch),
+                          eager_outputs(zeros_state, (batch,))) is None
+    with pytest.raises(ExportError, match=r"rows differ along the batch"):
+        export_onnx(lambda a: a + pb.arange(a.shape[0], dtype="float32")[:, None], x,
+                    tmp_path / "m.onnx")
+    with pytest.raises(ExportError, match=r"mul's input 1 \(6\) \(at .*test_export_onnx.*\) "
+                                          r"depends on the batch size \(6 at one batch size, 8 at "
+                                          r"another\), not as an input's size"):
+        export_onnx(lambda a: a * (2 * a.shape[0]), x, tmp_path / "m.onnx")

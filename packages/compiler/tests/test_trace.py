@@ -143,3 +143,41 @@ def test_pullback_debug_shows_a_graph_as_text_and_dot(capsys):
         graph = trace(lambda a: pb.exp(a) * 2.0, pb.randn(3))
     assert visualize(graph) == str(graph) and "exp(%0)" in capsys.readouterr().out
     assert debug_dot(graph) == to_dot(graph)
+
+
+class _RawSquare(pb.autograd.Function):
+    """A Function that computes on raw arrays, out of the tracer's sight."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return pb.tensor(x.array ** 2)  # .array: no dispatch, no value read the tracer sees
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _OpsSquare(pb.autograd.Function):
+    """A Function whose forward is made of pullback ops (recorded one by one)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_a_function_computing_on_raw_arrays_is_refused_not_frozen_into_the_graph():
+    from pullback.compiler import DataDependentError, GraphBreakWarning, compile
+
+    with pb.no_grad(), pytest.raises(DataDependentError, match="Function _RawSquare computes"):
+        trace(lambda x: _RawSquare.apply(x) + 1.0, pb.ones(3))
+    with pb.no_grad():
+        graph = trace(lambda x: _OpsSquare.apply(x) + 1.0, pb.ones(3))
+    assert [n.op for n in graph.nodes] == ["mul", "add"]
+    compiled = compile(lambda x: _RawSquare.apply(x) + 1.0)
+    with pytest.warns(GraphBreakWarning, match="_RawSquare"):
+        compiled(pb.ones(3))
+    np.testing.assert_array_equal(compiled(pb.full((3,), 2.0)).numpy(), [5.0, 5.0, 5.0])

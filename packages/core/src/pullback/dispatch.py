@@ -74,6 +74,11 @@ class DispatchMode:
         may compute on raw arrays, out of any mode's sight: a mode whose tensors' arrays mean
         something else (vmap's hold every sample) refuses the call here."""
 
+    def on_function_result(self, function: type, args: tuple[Any, ...], result: Any) -> None:
+        """Called after a user-defined Function's ``forward`` returned ``result`` (before its
+        node is recorded): a mode that records ops (the compiler's tracer) refuses a result
+        computed on raw arrays, which it could not see."""
+
     def on_function_node(self, node: Any) -> None:
         """Called when a user-defined Function records its node (op nodes are seen in
         :meth:`dispatch`, as the output's ``_node``)."""

@@ -47,6 +47,8 @@ class CompiledEntry:
     report: list[dict[str, Any]] = field(default_factory=list)
     times: dict[str, float] = field(default_factory=dict)
     aot: AotProgram | None = None  # outputs differentiated later: forward and backward
+    # the call of a pure function of arrays (see _plain_call), False where there is none
+    plain: Callable[[list[Tensor]], Any] | bool | None = None
 
     @property
     def traced_graph(self) -> Graph:
@@ -84,6 +86,10 @@ class CompiledEntry:
         return inputs
 
     def call(self, flat: list[Tensor]) -> Any:
+        if self.plain is None:
+            self.plain = _plain_call(self) or False
+        if self.plain:
+            return self.plain(flat)
         inputs = self.read_inputs(flat)
         aot = self.aot
         if aot is None:
@@ -138,6 +144,43 @@ class CompiledEntry:
         return outs
 
 
+def _plain_call(entry: CompiledEntry) -> Callable[[list[Tensor]], Any] | None:
+    """A shorter call for a graph that is a function of arrays (inference): no optimizer's
+    numbers to gather, nothing written back, no ``.grad`` set, no later backward. It reads the
+    placeholders' arrays, runs the program and wraps its results, and nothing else."""
+    graph = entry.graph
+    if entry.aot is not None or entry.trace.regions or graph.mutations or graph.grads or \
+            entry.program is None or any(v is None for v in graph.outputs):
+        return None
+    sources: list[tuple[int, Any]] = []  # (argument position, or -1 and the tensor read)
+    for ph in graph.placeholders:
+        if ph.kind == "input":
+            sources.append((ph.position, None))
+        elif ph.kind in ("param", "buffer", "captured") and isinstance(ph.source, Tensor):
+            sources.append((-1, ph.source))
+        else:
+            return None
+    run, tree, default = entry.program.run, graph.output_tree, _device_of(graph)
+    wrap = Tensor._wrap
+
+    def call(flat: list[Tensor]) -> Any:
+        results = run([flat[i].array if i >= 0 else t.array for i, t in sources])
+        device = flat[0].device if flat else default
+        if tree == ("tensor",):
+            return wrap(results[0], device)
+        return unflatten(tree, [wrap(r, device) for r in results])
+
+    return call
+
+
+def _tensor_guards(tensors: list[Tensor]) -> tuple[Any, ...]:
+    """Per tensor what a trace depends on: shape, dtype, device (by identity: devices are
+    unique objects, and hashing one runs Python), ``requires_grad``, whether it has a
+    ``.grad``."""
+    return tuple([(t.array.shape, t.array.dtype, id(t.device), t._requires_grad, t.grad is None)
+                  for t in tensors])
+
+
 def _device_of(graph: Graph) -> Any:
     from pullback import device
 
@@ -186,6 +229,7 @@ class CompiledFunction:
         self._keys: list[Any] = []
         self._found: Discovered | None = None
         self._warned: set[str] = set()
+        self._plain_keys: dict[int, Any] = {}
         self.traces = 0
         self.trace_log: list[str] = []
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
@@ -202,25 +246,36 @@ class CompiledFunction:
     def entries(self) -> list[CompiledEntry]:
         return [e for e in self._cache.values() if e is not None]
 
-    def _guard_key(self, flat: list[Tensor], spec: Any) -> tuple[Any, ...]:
+    def _guard_key(self, flat: list[Tensor], spec_key: Any) -> tuple[Any, ...]:
         found = self._found
         assert found is not None
         return (
-            static_key(spec),
-            tuple((t.array.shape, t.array.dtype, t.device, t._requires_grad, t.grad is None)
-                  for t in flat),
+            spec_key,
+            _tensor_guards(flat),
             (state.grad_enabled, state.inference),
-            tuple((t.array.shape, t.array.dtype, t.device, t._requires_grad, t.grad is None)
-                  for _, _, t in found.tensors.values()),
+            _tensor_guards([t for _, _, t in found.tensors.values()]),
             found.training_flags(),
             found.optimizer_structure(),
         )
 
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Tensor], Any]:
+        """The argument Tensors, flat, and the key of the arguments' structure. Tensors passed
+        by position alone (a model's call) skip the general flattening."""
+        if not kwargs and all(isinstance(a, Tensor) for a in args):
+            key = self._plain_keys.get(len(args))
+            if key is None:  # the key flatten's spec of (args, {}) gives, made once
+                key = static_key((tuple, None, ((tuple, None, (("tensor",),) * len(args)),
+                                                (dict, (), ()))))
+                self._plain_keys[len(args)] = key
+            return list(args), key
+        flat, spec = flatten((args, kwargs))
+        return flat, static_key(spec)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._found is None:
             self._found = discover(self._fn)
-        flat, spec = flatten((args, kwargs))
-        key = self._guard_key(flat, spec)
+        flat, spec_key = self._arguments(args, kwargs)
+        key = self._guard_key(flat, spec_key)
         try:
             entry = self._cache[key]
         except KeyError:
@@ -244,7 +299,7 @@ class CompiledFunction:
             return self._fn(*args, **kwargs)
         self._found = discover(self._fn)
         self._say(f"tracing {self.__name__} ({self._reason(key)})")
-        key = self._guard_key(*flatten((args, kwargs)))  # discovery may have found more
+        key = self._guard_key(*self._arguments(args, kwargs))  # discovery may have found more
         start = time.perf_counter()
         trace = run_traced(self._fn, args, kwargs, self._found, self.fullgraph, self.__name__)
         traced = time.perf_counter()

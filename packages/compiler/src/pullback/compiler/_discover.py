@@ -31,10 +31,14 @@ class Discovered:
     modules: list[Any] = field(default_factory=list)
     optimizers: list[Any] = field(default_factory=list)
     tensors: dict[int, tuple[str, str, Tensor]] = field(default_factory=dict)
+    # every module's submodules, listed once: their training flags are guards read at every
+    # call (walking the module tree each time cost a microsecond per call for a small model)
+    submodules: list[Any] = field(default_factory=list)
 
     def add(self, obj: Any, name: str) -> None:
         if _is_module(obj) and all(m is not obj for m in self.modules):
             self.modules.append(obj)
+            self.submodules.extend(obj.modules())
             prefix = "" if not self.modules[:-1] else f"{name}."
             for pname, p in obj.named_parameters():
                 self.tensors.setdefault(id(p), ("param", prefix + pname, p))
@@ -47,7 +51,7 @@ class Discovered:
                     self.tensors.setdefault(id(p), ("param", f"{name}.param_groups[{g}][{i}]", p))
 
     def training_flags(self) -> tuple[bool, ...]:
-        return tuple(m.training for module in self.modules for m in module.modules())
+        return tuple([m.training for m in self.submodules])
 
     def optimizer_structure(self) -> tuple[Any, ...]:
         """Per optimizer, the keys of each parameter's state (an update's path depends on them:

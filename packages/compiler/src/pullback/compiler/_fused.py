@@ -18,7 +18,7 @@ import hashlib
 import math
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -78,6 +78,11 @@ class FusedKernel:
     _built: bool = field(default=False, repr=False)
     _kernels: list[Any] | None = field(default=None, repr=False)
     _after: Any = field(default=None, repr=False)
+    _extent: tuple[int, int] = field(default=(0, 0), repr=False)
+    _out_shape: tuple[int, ...] = field(default=(), repr=False)
+    _output_specs: list[tuple[np.dtype, int | None]] = field(default_factory=list, repr=False)
+    _direct: Callable[[tuple[Any, ...]], list[Any] | None] | None = field(default=None,
+                                                                         repr=False)
 
     # -- description ---------------------------------------------------------------------------
     def summary(self) -> str:
@@ -230,6 +235,13 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
             return self._function
         self._built = True
         self._after = None
+        # what every call reads, fixed once the kernel is built (the passes that change a
+        # kernel mark it unbuilt)
+        self._extent = self.extent()
+        self._out_shape = self.out_shape
+        self._output_specs = [(self.ops[o].dtype, self.out_into.get(j))
+                              for j, o in enumerate(self.outputs)]
+        self._direct = None
         if self.device != "cpu" or not native.enabled():
             return None
         probe = self.c_source("NAME")
@@ -249,23 +261,56 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
             after.restype = None
             self._after = after
         self._function = fn
+        self._direct = self._direct_call(fn)
         return fn
+
+    def _direct_call(self, fn: Any) -> Callable[[tuple[Any, ...]], list[Any] | None] | None:
+        """For a small loop of array inputs and one output, the call of ``fn`` with nothing
+        around it but the checks (the general path's bookkeeping cost about 2 us, as much as
+        the loop over a few thousand elements): this thread, as ``native.run_rows`` would
+        choose below its thresholds. None where the general path is needed."""
+        rows, cols = self._extent
+        if len(self.outputs) != 1 or "number" in self.input_kinds or \
+                rows * cols >= min(native.MIN_POOL_ELEMENTS, native.MIN_PARALLEL_ELEMENTS):
+            return None
+        ((dtype, into),) = self._output_specs
+        shape = self._out_shape
+        address, ndarray = native.address, np.ndarray
+
+        def call(args: tuple[Any, ...]) -> list[Any] | None:
+            for a in args:
+                if a.__class__ is not ndarray or not a.flags.c_contiguous:
+                    return self._run_native(fn, args)  # copies, or None: not NumPy's
+            out = args[into] if into is not None else None
+            if out is None or not (out.flags.writeable and out.dtype == dtype
+                                   and out.shape == shape):
+                out = np.empty(shape, dtype)
+            fn(0, rows, cols, *[address(a) for a in args], address(out))
+            return [out]
+
+        return call
 
     # -- running -------------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:
-        fn = self._library_function()
-        if fn is not None and all(a.__class__ is np.ndarray for a, k in zip(args, self.input_kinds)
-                                  if k != "number"):
-            outs = self._run_native(fn, args)
+        fn = self._function if self._built else self._library_function()
+        if fn is None:
+            outs = None
+        elif self._direct is not None:
+            outs = self._direct(args)
         else:
+            outs = self._run_native(fn, args)
+        if outs is None:
             outs = self._run_ops(args)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _run_native(self, fn: Any, args: tuple[Any, ...]) -> list[Any]:
+    def _run_native(self, fn: Any, args: tuple[Any, ...]) -> list[Any] | None:
+        """The compiled loop over ``args``; None when one of them is not a NumPy array."""
         pointers, copies = self._pointers(args)
+        if pointers is None:
+            return None
         outs = [self._output(j, args) for j in range(len(self.outputs))]
         pointers += [native.address(o) for o in outs]
-        rows, cols = self.extent()
+        rows, cols = self._extent
         native.run_rows(fn, rows, cols, cols, *pointers)
         del copies  # alive until the loop has run
         return outs
@@ -286,10 +331,9 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
         else:
             return NotImplemented
         args = (*rest[:at], out.reshape(self.shape), *rest[at:])
-        if not all(a.__class__ is np.ndarray for a, k in zip(args, self.input_kinds)
-                   if k != "number"):
-            return NotImplemented
         pointers, copies = self._pointers(args)
+        if pointers is None:
+            return NotImplemented
         outs = [self._output(j, args) for j in range(len(self.outputs))]
         pointers += [native.address(o) for o in outs]
         native.run_rows(self._after, rows, n * product.sizes[3], *product.arguments(), scale,
@@ -297,15 +341,18 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
         del copies
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _pointers(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+    def _pointers(self, args: tuple[Any, ...]) -> tuple[list[Any] | None, list[Any]]:
         """The loop's input arguments (addresses, runtime numbers) and the contiguous copies
-        of strided inputs they point into, to keep alive until the loop has run."""
+        of strided inputs they point into, to keep alive until the loop has run; None for the
+        arguments when an array is not a NumPy array."""
         pointers: list[Any] = []
         copies = []
         for a, kind in zip(args, self.input_kinds):
             if kind == "number":
                 pointers.append(float(a))
             else:
+                if a.__class__ is not np.ndarray:
+                    return None, copies
                 if not a.flags.c_contiguous:
                     a = np.ascontiguousarray(a)
                     copies.append(a)
@@ -322,14 +369,14 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
 
     def _output(self, j: int, args: tuple[Any, ...]) -> Any:
         """Output ``j``'s array: the input it overwrites when that one can take it."""
-        dtype = self.ops[self.outputs[j]].dtype
-        k = self.out_into.get(j)
+        dtype, k = self._output_specs[j]
+        shape = self._out_shape
         if k is not None:
             a = args[k]
             if (a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype
-                    and a.shape == self.out_shape):
+                    and a.shape == shape):
                 return a
-        return np.empty(self.out_shape, dtype)
+        return np.empty(shape, dtype)
 
     def _run_ops(self, args: tuple[Any, ...]) -> list[Any]:
         """The ops one by one with their own kernels (no compiler, or not NumPy arrays)."""

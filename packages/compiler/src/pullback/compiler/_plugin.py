@@ -28,6 +28,7 @@ def register_rules(register: Callable[[str, str, Any], None]) -> None:
     from ._fused import lower_fused
     from ._onnx import ONNX_RULES
     from ._onnx.builder import ONNX_RULE
+    from ._static_kernels import STATIC_LOWERINGS
     from .passes.epilogue import lower_epilogue
 
     for op_name, rule in C_SCALAR_RULES.items():
@@ -38,6 +39,8 @@ def register_rules(register: Callable[[str, str, Any], None]) -> None:
         register(op_name, ONNX_RULE, rule)
     register("compiler.fused_elementwise", LOWER_RULE, lower_fused)
     register("compiler.matmul_epilogue", LOWER_RULE, lower_epilogue)
+    for op_name, lowering in STATIC_LOWERINGS.items():
+        register(op_name, LOWER_RULE, lowering)
 
 
 @hookimpl

@@ -339,6 +339,25 @@ class Tracer(DispatchMode):
             "tensor values cannot be captured in one graph; compute it with tensor ops "
             "(where, clamp, ...), or compile with fullgraph=False to run such calls eagerly"))
 
+    def on_function_result(self, function: type, args: tuple[Any, ...], result: Any) -> None:
+        """A user-defined Function whose forward read traced inputs and returned a tensor the
+        tracer never saw computed on raw arrays: recording it would freeze the example's
+        result into the graph, so the trace is refused (a forward written with pullback ops
+        is recorded op by op and passes)."""
+        if not any(isinstance(a, Tensor) and self._traced(a) for a in args):
+            return
+        outputs = result if isinstance(result, (tuple, list)) else (result,)
+        if any(isinstance(t, Tensor) and self.binding(t) is None for t in outputs):
+            self._fail(DataDependentError(
+                f"the Function {function.__qualname__} computes its result outside pullback's "
+                f"ops (on raw arrays) at {describe_location(user_location(3))}; the compiler "
+                "cannot record it: write its forward with pullback ops or register it as an op"))
+
+    def _traced(self, t: Tensor) -> bool:
+        """Whether ``t`` holds a value computed from the graph's inputs (not a constant)."""
+        b = self.binding(t)
+        return b is not None and b.value not in self.graph.constants
+
     def _fail(self, error: TraceError) -> None:
         if self.fullgraph:
             raise error

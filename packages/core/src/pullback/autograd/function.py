@@ -238,6 +238,8 @@ class Function:
             result = cls.forward(ctx, *args, **kwargs)
         finally:
             state.grad_enabled = prev
+        for mode in state.modes:
+            mode.on_function_result(cls, args, result)
         if not record:
             return result
         single = isinstance(result, Tensor)

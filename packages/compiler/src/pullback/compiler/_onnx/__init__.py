@@ -4,8 +4,9 @@
 The model goes through the same inference pipeline as :func:`pullback.compiler.export_c`
 (traced in eval mode without gradients, weights frozen, batch norm folded into the
 convolutions); each node is written by its op's ``"onnx"`` rule (:mod:`.elementwise`,
-:mod:`.layout`, :mod:`.nn`; a third-party op exports by registering its own rule through
-``register_rules``). See :mod:`.builder` for how the batch axis is made symbolic.
+:mod:`.layout`, :mod:`.indexing`, :mod:`.nn`, :mod:`.recurrent`, :mod:`.windows`; a
+third-party op exports by registering its own rule through ``register_rules``). See
+:mod:`.builder` for how the batch axis is made symbolic.
 """
 
 from __future__ import annotations
@@ -22,10 +23,14 @@ from .._ir import Graph, Node
 from ..errors import ExportError
 from .builder import BATCH, ONNX_RULE, BatchAxes, OnnxBuilder
 from .elementwise import ELEMENTWISE_RULES
+from .indexing import INDEXING_RULES
 from .layout import LAYOUT_RULES
 from .nn import NN_RULES
+from .recurrent import RECURRENT_RULES
+from .windows import WINDOW_RULES
 
-ONNX_RULES = {**ELEMENTWISE_RULES, **LAYOUT_RULES, **NN_RULES}
+ONNX_RULES = {**ELEMENTWISE_RULES, **LAYOUT_RULES, **INDEXING_RULES, **NN_RULES,
+              **RECURRENT_RULES, **WINDOW_RULES}
 DEFAULT_OPSET = 17  # LayerNormalization's; what torch.onnx.export writes by default
 SUPPORTED_OPSETS = range(17, 22)
 

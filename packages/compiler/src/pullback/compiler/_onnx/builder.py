@@ -15,6 +15,14 @@ graph's inputs and outputs get the symbolic size ``batch`` there, and an op whos
 hold sizes (``reshape``, ``broadcast_to``) writes -1 (or 1) where they differ.
 ``batch_sized(node, attr)`` tells a rule which entries of an attribute vary with the batch; any
 other attribute that differs between the traces is an error naming the op.
+
+Two more things follow the batch without being computed from the inputs: a constant made at
+the batch's size (an RNN's zero initial state, an index table broadcast over the batch) and a
+Python number equal to the batch size (``reduction="batchmean"`` divides by it). Where such a
+size is exactly an input's batch size in both traces, the constant is written as its first
+slice expanded to the input's size (read by ``Shape``), and the number as that size; a
+constant whose slices differ along the batch, or a size that is some other function of the
+batch, is an error naming it.
 """
 
 from __future__ import annotations
@@ -30,7 +38,10 @@ from ..errors import ExportError
 ONNX_RULE = "onnx"
 BATCH = "batch"  # the symbolic name of the batch axis in the model's inputs and outputs
 # the rules that read sizes from their attributes and handle a batch-sized entry themselves
-BATCH_AWARE_ATTRS = {"reshape": "shape", "broadcast_to": "shape"}
+BATCH_AWARE_ATTRS = {"reshape": "shape", "broadcast_to": "shape",
+                     "nn.conv2d_input_grad": "input_shape", "nn.conv3d_input_grad": "input_shape",
+                     "nn.col2im": "input_shape"}
+_NUMBERS = (int, float, np.integer, np.floating)
 
 
 class BatchAxes:
@@ -39,6 +50,9 @@ class BatchAxes:
     def __init__(self, graph: Graph, other: Graph | None) -> None:
         self.axes: dict[Value, frozenset[int]] = {}
         self.attrs: dict[Node, dict[str, Any]] = {}
+        self.sources: list[tuple[Value, int, int, int]] = []
+        self.expanded: dict[Value, dict[int, tuple[Value, int]]] = {}
+        self.numbers: dict[tuple[Node, int], tuple[Value, int]] = {}
         if other is None:
             return
         if [n.op for n in graph.nodes] != [n.op for n in other.nodes] or \
@@ -60,10 +74,43 @@ class BatchAxes:
             varying = frozenset(d for d, (s, t) in enumerate(zip(a.shape, b.shape)) if s != t)
             if varying:
                 self.axes[a] = varying
-        for v in graph.constants:
+        # (input, axis, size in this trace, size in the other) of each batch axis of an input
+        self.sources += [(a, d, a.shape[d], b.shape[d])
+                         for (a, b) in pairs[:len(graph.placeholders)] for d in self.of(a)]
+        # constant -> {axis: (input, input axis)}: rows made at the batch's size
+        for v, w in zip(graph.constants, other.constants):
             if v in self.axes:
-                raise ExportError(f"export_onnx: a constant of shape {v.shape} depends on the "
-                                  "batch size; export with dynamic_batch=False")
+                self.expanded[v] = self._batch_constant(graph.constants[v], other.constants[w],
+                                                        self.axes[v])
+        # (node, input position) -> (input, input axis): numbers equal to the batch size
+        for a, b in zip(graph.nodes, other.nodes):
+            for i, (x, y) in enumerate(zip(a.inputs, b.inputs)):
+                if isinstance(x, _NUMBERS) and not isinstance(x, bool) and x != y:
+                    self.numbers[(a, i)] = self._source_of(
+                        x, y, f"{a.op}'s input {i} ({x!r}){where(a)}")
+
+    def _source_of(self, size: Any, other: Any, what: str) -> tuple[Value, int]:
+        """The input axis whose size is ``size`` in this trace and ``other`` in the other."""
+        for value, axis, here, there in self.sources:
+            if (size, other) == (here, there):
+                return value, axis
+        raise ExportError(f"export_onnx: {what} depends on the batch size ({size} at one batch "
+                          f"size, {other} at another), not as an input's size; export with "
+                          "dynamic_batch=False")
+
+    def _batch_constant(self, array: Any, other: Any,
+                        axes: frozenset[int]) -> dict[int, tuple[Value, int]]:
+        array, other = np.asarray(array), np.asarray(other)
+        what = f"a constant of shape {array.shape}"
+        found = {d: self._source_of(array.shape[d], other.shape[d], f"{what} (axis {d})")
+                 for d in sorted(axes)}
+        first = _first_slice(array, axes)
+        if not (_same(array, np.broadcast_to(first, array.shape)) and
+                _same(other, np.broadcast_to(first, other.shape))):
+            raise ExportError(f"export_onnx: {what} depends on the batch size and its rows "
+                              "differ along the batch (a table of the batch's indices?); export "
+                              "with dynamic_batch=False")
+        return found
 
     @staticmethod
     def _check_attrs(a: Node, b: Node) -> None:
@@ -77,9 +124,15 @@ class BatchAxes:
         return self.axes.get(v, frozenset())
 
 
+def _first_slice(array: np.ndarray, axes: Any) -> np.ndarray:
+    """``array`` with its ``axes`` cut to their first entry (kept, of size 1)."""
+    return array[tuple(slice(0, 1) if d in axes else slice(None) for d in range(array.ndim))]
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return bool(np.array_equal(a, b))
+        a, b = np.asarray(a), np.asarray(b)
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001  (values without an equality: treat as different)
@@ -102,6 +155,13 @@ class OnnxBuilder:
         self.used: set[str] = set()
         self.node: Node | None = None
         self._scalars: dict[tuple[str, Any], str] = {}
+        self._sizes: dict[tuple[Value, int], str] = {}
+        # a number equal to the batch size becomes a 0-d int64 value read from an input's shape
+        self._batch_numbers: dict[Value, tuple[Value, int]] = {}
+        for (node, i), source in batch.numbers.items():
+            size = Value((), np.int64)
+            self._batch_numbers[size] = source
+            node.inputs = node.inputs[:i] + (size,) + node.inputs[i + 1:]
 
     # -- names ---------------------------------------------------------------------------------
     def fresh(self, text: str) -> str:
@@ -115,12 +175,34 @@ class OnnxBuilder:
     def name(self, v: Value) -> str:
         """The tensor holding ``v`` (a constant becomes an initializer the first time)."""
         if v not in self.names:
+            if v in self._batch_numbers:
+                source, axis = self._batch_numbers[v]
+                self.names[v] = self.emit("Squeeze", [self.size_of(source, axis),
+                                                      self.ints([0], "axes")])
+                return self.names[v]
             if v not in self.graph.constants:
                 raise self.fail(f"reads %{v.id}, which nothing defined before")
             array = np.asarray(self.graph.constants[v])
-            self.names[v] = self.initializer(array,
-                                             self.graph.constant_names.get(v, f"c{v.id}"))
+            hint = self.graph.constant_names.get(v, f"c{v.id}")
+            if v in self.batch.expanded:
+                self.names[v] = self._expanded(array, self.batch.expanded[v], hint)
+            else:
+                self.names[v] = self.initializer(array, hint)
         return self.names[v]
+
+    def size_of(self, v: Value, axis: int) -> str:
+        """A 1-element int64 tensor: the size of ``v``'s ``axis`` when the model runs."""
+        if (v, axis) not in self._sizes:
+            self._sizes[(v, axis)] = self.emit("Shape", [self.name(v)], start=axis, end=axis + 1)
+        return self._sizes[(v, axis)]
+
+    def _expanded(self, array: np.ndarray, axes: dict[int, tuple[Value, int]],
+                  hint: str) -> str:
+        """A constant made at the batch's size: its first slice, expanded to the input's."""
+        first = _first_slice(array, axes)
+        sizes = [self.size_of(*axes[d]) if d in axes else self.ints([n])
+                 for d, n in enumerate(array.shape)]
+        return self.emit("Expand", [self.constant(first, hint), self.emit("Concat", sizes, axis=0)])
 
     def output(self, v: Value) -> str:
         """The name the node writing ``v`` must use."""
@@ -155,7 +237,7 @@ class OnnxBuilder:
         from onnx import numpy_helper
 
         name = self.fresh(hint)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.initializers.append(numpy_helper.from_array(np.asarray(array, order="C"), name))
         return name
 
     def constant(self, array: np.ndarray, hint: str) -> str:
@@ -164,7 +246,7 @@ class OnnxBuilder:
         from onnx import numpy_helper
 
         name = self.fresh(hint)
-        value = numpy_helper.from_array(np.ascontiguousarray(array), name)
+        value = numpy_helper.from_array(np.asarray(array, order="C"), name)
         return self.emit("Constant", [], [name], value=value)
 
     def ints(self, values: Sequence[int], hint: str = "shape") -> str:

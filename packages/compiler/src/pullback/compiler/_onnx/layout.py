@@ -158,7 +158,8 @@ def _matmul(node: Node, b: OnnxBuilder) -> None:
     b.emit("MatMul", [b.operand(a, dtype) for a in node.inputs[:2]], [b.output(node.output)])
 
 
-_REDUCE = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax", "amin": "ReduceMin"}
+_REDUCE = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax", "amin": "ReduceMin",
+           "norm2": "ReduceL2", "prod": "ReduceProd"}
 
 
 def _reduce(node: Node, b: OnnxBuilder) -> None:

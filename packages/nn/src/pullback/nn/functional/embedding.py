@@ -3,6 +3,11 @@
 ``max_norm`` and ``scale_grad_by_freq``.
 
 ``sparse=True`` is accepted; the weight's gradient is dense (pullback has no sparse tensors).
+
+The bags of a 2-d input are computed with tensor ops alone (a traced call is a graph for any
+indices). What depends on the indices' values otherwise (offsets, the padding entries of a 1-d
+input, ``max_norm``'s rows, ``scale_grad_by_freq``'s counts) is read with ``numpy()``, which the
+compiler's tracer sees: such a call is refused there (or runs eagerly), never frozen.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ def _renorm_(weight: Tensor, flat: Tensor, max_norm: float, norm_type: float) ->
     """PyTorch's ``embedding_renorm_``: the rows ``flat`` refers to whose ``norm_type``-norm
     exceeds ``max_norm`` are scaled, in place and outside autograd, to ``max_norm`` (over the
     norm plus 1e-7)."""
-    rows = np.unique(np.asarray(flat.array))
+    rows = np.unique(flat.numpy())
     if rows.size == 0:
         return
     index = pullback.tensor(rows, device=weight.device)
@@ -46,8 +51,9 @@ def _scaled_by_frequency(rows: Tensor, flat: Tensor, num: int) -> Tensor:
     """``rows`` unchanged, with the gradient of the row of index ``i`` divided by how often
     ``i`` occurs in ``flat`` (``scale_grad_by_freq``). The value is exactly ``rows``:
     ``rows.detach() + (z - z.detach())`` adds an exact zero whose gradient is ``z``'s."""
-    counts = np.bincount(np.asarray(flat.array).reshape(-1), minlength=num)
-    per_row = 1.0 / counts[np.asarray(flat.array)].astype(np.float64)
+    indices = flat.numpy()
+    counts = np.bincount(indices.reshape(-1), minlength=num)
+    per_row = 1.0 / counts[indices].astype(np.float64)
     factor = pullback.tensor(per_row.reshape(-1, 1), dtype=rows.dtype, device=rows.device)
     scaled = rows * factor
     return rows.detach() + (scaled - scaled.detach())
@@ -103,19 +109,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
 
 def _bags(where: str, input: Tensor, offsets: Tensor | None, include_last_offset: bool,
           per_sample_weights: Tensor | None) -> tuple[Tensor, np.ndarray, int, Tensor | None]:
-    """``(flat indices, bag of each index, number of bags, flat per-sample weights)``."""
-    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
-        raise ShapeError(f"{where}: per_sample_weights of shape "
-                         f"{tuple(per_sample_weights.shape)} must have the input's shape "
-                         f"{tuple(input.shape)}")
-    if input.ndim == 2:
-        if offsets is not None:
-            raise ArgumentError(f"{where}: a 2-d input is a batch of fixed-length bags; offsets "
-                                "must be None")
-        n, length = input.shape
-        bag = np.repeat(np.arange(n), length)
-        flat_weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
-        return input.reshape(-1), bag, n, flat_weights
+    """``(flat indices, bag of each index, number of bags, flat per-sample weights)`` of a 1-d
+    input cut at ``offsets``."""
     if input.ndim != 1:
         raise ShapeError(f"{where}: input must be 1-d (with offsets) or 2-d, got shape "
                          f"{tuple(input.shape)}")
@@ -123,7 +118,7 @@ def _bags(where: str, input: Tensor, offsets: Tensor | None, include_last_offset
         raise ArgumentError(f"{where}: a 1-d input needs 1-d offsets, got "
                             f"{None if offsets is None else tuple(offsets.shape)}")
     expect_integer(where, offsets, "offsets")
-    starts = np.asarray(offsets.array).astype(np.int64)
+    starts = offsets.numpy().astype(np.int64)
     total = input.shape[0]
     if include_last_offset:
         starts, end = starts[:-1], (int(starts[-1]) if starts.size else 0)
@@ -167,10 +162,21 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                             f"mode={mode!r}")
     _check_range(where, input, weight)
     padding_idx = padding_index(where, padding_idx, weight.shape[0])
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ShapeError(f"{where}: per_sample_weights of shape "
+                         f"{tuple(per_sample_weights.shape)} must have the input's shape "
+                         f"{tuple(input.shape)}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ArgumentError(f"{where}: a 2-d input is a batch of fixed-length bags; offsets "
+                                "must be None")
+        rows = _lookup(input.reshape(-1), weight, None, max_norm, norm_type, scale_grad_by_freq)
+        return _fixed_length_bags(rows.reshape(tuple(input.shape) + (weight.shape[1],)), input,
+                                  mode, per_sample_weights, padding_idx)
     flat, bag, n_bags, sample_weights = _bags(where, input, offsets, include_last_offset,
                                               per_sample_weights)
     keep = np.ones(bag.shape, dtype=bool) if padding_idx is None else (
-        np.asarray(flat.array) != padding_idx)
+        flat.numpy() != padding_idx)
     if not keep.all():  # padding entries take no part: drop them before the lookup
         chosen = pullback.tensor(np.flatnonzero(keep), device=flat.device)
         flat, bag = pullback.index_select(flat, 0, chosen), bag[keep]
@@ -190,6 +196,32 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         return total
     counts = np.maximum(np.bincount(bag, minlength=n_bags), 1).astype(np.float64)
     return total / pullback.tensor(counts.reshape(-1, 1), dtype=weight.dtype, device=weight.device)
+
+
+def _fixed_length_bags(rows: Tensor, input: Tensor, mode: str, sample_weights: Tensor | None,
+                       padding_idx: int | None) -> Tensor:
+    """The bags of a 2-d input (its rows; ``rows`` is their lookup, (B, L, dim)) with tensor
+    ops only: a mask of the entries that are not padding and a reduction over the bag axis. No
+    index array is computed from the indices' values, so a traced call is a graph that holds
+    for any indices (pullback.compiler, ONNX export)."""
+    n, length, dim = rows.shape
+    if length == 0:
+        return pullback.zeros(n, dim, dtype=rows.dtype, device=rows.device)
+    keep = None if padding_idx is None else (input != padding_idx).reshape(n, length, 1)
+    if mode == "max":
+        if keep is None:
+            return pullback.amax(rows, axis=1)
+        best = pullback.amax(pullback.where(keep, rows, float("-inf")), axis=1)
+        return pullback.where(keep.sum(axis=1) > 0, best, 0.0)  # an empty bag is zeros
+    if sample_weights is not None:
+        rows = rows * sample_weights.reshape(n, length, 1)
+    if keep is not None:
+        rows = pullback.where(keep, rows, 0.0)
+    total = rows.sum(axis=1)
+    if mode == "sum":
+        return total
+    count = length if keep is None else pullback.clamp(keep.sum(axis=1), min=1)
+    return total / count
 
 
 def _bag_max(rows: Tensor, bag: np.ndarray, n_bags: int, dim: int) -> Tensor:
