@@ -33,7 +33,8 @@ def test_the_cli_lists_the_installed_backend(refcpu_venv: Any) -> None:
     assert (refcpu["distribution"], refcpu["version"], refcpu["status"]) == \
         ("pullback-refcpu", "0.1.0", "loaded")
     assert refcpu["registered"] == {
-        "backends": [{"name": "refcpu", "available": True, "device_count": 2, "reason": None}],
+        "backends": [{"name": "refcpu", "available": True, "device_count": 2, "reason": None,
+                      "gemm": None}],
         "kernels": ["exp[refcpu]"],
     }
 

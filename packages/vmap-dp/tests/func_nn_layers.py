@@ -207,6 +207,8 @@ LAYERS: dict[str, tuple[Callable[[], Any], list[Maker]]] = {
     "Identity": (nn.Identity, [_f(2, 5)]),
     "Flatten": (nn.Flatten, [_f(2, 3, 2)]),
     "Unflatten": (lambda: nn.Unflatten(1, (2, 3)), [_f(2, 6)]),
+    # wrappers: on the CPU, DataParallel is its module
+    "DataParallel": (lambda: nn.DataParallel(nn.Linear(4, 3)), [_f(2, 4)]),
     # distances
     "CosineSimilarity": (nn.CosineSimilarity, [_f(2, 4), _f(2, 4)]),
     "PairwiseDistance": (nn.PairwiseDistance, [_f(2, 4), _f(2, 4)]),
