@@ -63,11 +63,23 @@ class Tensor:
     _base: Tensor | None
     _hooks: list[Callable[[Tensor], Tensor | None]] | None
 
-    def __init__(self, data: Any, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False) -> None:
-        from .creation import _array_from
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        """``Tensor(data, dtype=None, device=None, requires_grad=False)`` converts ``data`` (to
+        the default float dtype unless ``dtype`` says otherwise: ``torch.Tensor`` is
+        ``FloatTensor``); as PyTorch's legacy constructor, ``Tensor(*sizes)`` (ints only) is an
+        uninitialized float tensor of that shape (here zero-filled) and ``Tensor()`` an empty
+        one."""
+        from .creation import _array_from, zeros
+        from .dtypes import get_default_dtype
 
-        arr, dev = _array_from(data, dtype, device)
+        if data.__class__ is builtins.int and all(a.__class__ is builtins.int for a in args):
+            self._init_leaf(zeros(data, *args).array, default_device(), False)
+            return
+        dtype = kwargs.get("dtype", args[0] if len(args) > 0 else None)
+        dtype = get_default_dtype() if dtype is None else dtype
+        device = kwargs.get("device", args[1] if len(args) > 1 else None)
+        requires_grad = kwargs.get("requires_grad", args[2] if len(args) > 2 else False)
+        arr, dev = _array_from([] if data is None else data, dtype, device)
         self._init_leaf(arr, dev, requires_grad)
 
     def _init_leaf(self, data: Any, device: Device, requires_grad: bool) -> None:
@@ -419,6 +431,22 @@ class Tensor:
             return _reductions.reduce_tensor(self)
         raise TypeError("pullback tensors are not pickled; save them with pullback.save (or "
                         "send them to other processes with pullback.multiprocessing)")
+
+    def to_sparse(self, *args: Any, **kwargs: Any) -> Tensor:
+        """PyTorch's sparse COO layout, computed densely: a differentiable copy of the same
+        values (see :mod:`pullback._sparse`)."""
+        from ._sparse import to_sparse
+
+        return to_sparse(self, *args, **kwargs)
+
+    def to_dense(self, *args: Any, **kwargs: Any) -> Tensor:
+        """The tensor itself: pullback's tensors are dense (see :mod:`pullback._sparse`)."""
+        return self
+
+    @property
+    def is_sparse(self) -> builtins.bool:
+        """False: pullback stores every tensor dense, ``to_sparse()`` ones included."""
+        return False
 
     def share_memory_(self) -> Tensor:
         """Move this tensor's memory into shared memory, as PyTorch: processes started
