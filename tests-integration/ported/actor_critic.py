@@ -91,7 +91,7 @@ def main():
     for i_episode in count(1):
         state, _ = env.reset()
         ep_reward = 0
-        for t in range(1, 10000):
+        for t in range(1, 10000):  # noqa: B007 - read after the loop (Solved!)
             action = select_action(state)
             state, reward, terminated, truncated, _ = env.step(action)
             model.rewards.append(reward)

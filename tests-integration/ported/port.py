@@ -50,12 +50,14 @@ def main(argv: list[str]) -> None:
         sys.path.insert(0, str(script.parent))
         runpy.run_path(str(script), run_name="__main__")
         return
-    # A program of several files (a folder: main.py, model.py, data.py) is ported whole.
+    # A program of several files (a folder: main.py, model.py, a package) is ported whole.
     program = script.parent if script.parent != Path(__file__).resolve().parent else None
-    sources = sorted(program.glob("*.py")) if program is not None else [script]
+    sources = sorted(program.rglob("*.py")) if program is not None else [script]
     with tempfile.TemporaryDirectory() as folder:
         for source in sources:
-            (Path(folder) / source.name).write_text(port(source.read_text()))
+            target = Path(folder) / source.relative_to(script.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(port(source.read_text()))
         sys.path.insert(0, folder)
         runpy.run_path(str(Path(folder) / script.name), run_name="__main__")
 
