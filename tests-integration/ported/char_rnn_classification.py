@@ -90,7 +90,7 @@ def label_from_output(output, output_labels):
 
 
 def train(rnn, training_data, n_epoch=10, n_batch_size=64, report_every=50,
-          learning_rate=0.2, criterion=nn.NLLLoss()):
+          learning_rate=0.2, criterion=nn.NLLLoss()):  # noqa: B008 - the tutorial's
     """Mini-batches of names, each name through the RNN on its own, the batch's loss summed."""
     current_loss = 0
     all_losses = []
@@ -103,7 +103,7 @@ def train(rnn, training_data, n_epoch=10, n_batch_size=64, report_every=50,
         batches = list(range(len(training_data)))
         random.shuffle(batches)
         batches = np.array_split(batches, len(batches) // n_batch_size)
-        for idx, batch in enumerate(batches):
+        for batch in batches:
             batch_loss = 0
             for i in batch:
                 (label_tensor, text_tensor, label, text) = training_data[i]

@@ -40,7 +40,7 @@ checkpoint = torch.load(ckpt_path, map_location=device)
 model = GPT(GPTConfig(**checkpoint['model_args']))
 state_dict = checkpoint['model']
 unwanted_prefix = '_orig_mod.'
-for k, v in list(state_dict.items()):
+for k in list(state_dict):
     if k.startswith(unwanted_prefix):
         state_dict[k[len(unwanted_prefix):]] = state_dict.pop(k)
 model.load_state_dict(state_dict)
@@ -68,7 +68,7 @@ x = (torch.tensor(start_ids, dtype=torch.long, device=device)[None, ...])
 drawn = ""
 with torch.no_grad():
     with ctx:
-        for k in range(num_samples):
+        for _ in range(num_samples):
             y = model.generate(x, max_new_tokens, temperature=temperature, top_k=top_k)
             text = decode(y[0].tolist())
             print(text)

@@ -121,7 +121,7 @@ elif init_from == 'resume':
     model = GPT(GPTConfig(**model_args))
     state_dict = checkpoint['model']
     unwanted_prefix = '_orig_mod.'
-    for k, v in list(state_dict.items()):
+    for k in list(state_dict):
         if k.startswith(unwanted_prefix):
             state_dict[k[len(unwanted_prefix):]] = state_dict.pop(k)
     model.load_state_dict(state_dict)

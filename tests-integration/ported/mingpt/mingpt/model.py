@@ -127,7 +127,7 @@ class GPT(nn.Module):
         whitelist_weight_modules = (torch.nn.Linear, )
         blacklist_weight_modules = (torch.nn.LayerNorm, torch.nn.Embedding)
         for mn, m in self.named_modules():
-            for pn, p in m.named_parameters():
+            for pn, _p in m.named_parameters():
                 fpn = '%s.%s' % (mn, pn) if mn else pn  # full param name
                 # named_modules and named_parameters are recursive: each parameter is seen
                 # from every module above it, and classified by the one that owns it.
