@@ -90,19 +90,19 @@ def pullback_step(cfg: argparse.Namespace, weights: dict[str, Any],
                   idx_np: np.ndarray) -> Callable[[], float]:
     """One training step of a fresh pullback GPT holding ``weights``, as a function."""
     from pullback import nn, optim
-    from pullback.cuda.amp import GradScaler, autocast
+    from pullback.amp import GradScaler, autocast
 
     model = build_pullback(cfg)
     model.load_state_dict(weights)
     model.to(cfg.device)
     idx = pb.tensor(idx_np, device=cfg.device)
     opt = optim.AdamW(model.parameters(), lr=3e-4)
-    scaler = GradScaler(enabled=cfg.amp)
     device_type = cfg.device.split(":")[0]
+    scaler = GradScaler(device_type, enabled=cfg.amp)
 
     def step() -> float:
         opt.zero_grad()
-        with autocast(pb.float16, device_type=device_type, enabled=cfg.amp):
+        with autocast(device_type, pb.float16, enabled=cfg.amp):
             logits = model(idx[:, :-1])
             loss = nn.functional.cross_entropy(logits.reshape(-1, cfg.vocab),
                                                idx[:, 1:].reshape(-1))

@@ -8,7 +8,7 @@ import pytest
 
 import pullback as pb
 from pullback.cuda import use_custom_kernels
-from pullback.cuda.amp import GradScaler, autocast
+from pullback.amp import GradScaler, autocast
 
 pytestmark = pytest.mark.cuda
 
@@ -36,11 +36,12 @@ def _train(dtype, scaled: bool, steps: int = 150) -> list[float]:
                   device="cuda")
     model = _model(nn, 0)
     opt = optim.AdamW(model.parameters(), lr=3e-3)
-    scaler = GradScaler(init_scale=2.0**12, enabled=scaled)
+    scaler = GradScaler("cuda", init_scale=2.0**12, enabled=scaled)
     losses = []
     for _ in range(steps):
         opt.zero_grad()
-        with autocast(dtype if dtype is not None else pb.float16, enabled=dtype is not None):
+        with autocast("cuda", dtype if dtype is not None else pb.float16,
+                      enabled=dtype is not None):
             loss = nn.functional.cross_entropy(model(x), y)
         assert loss.dtype == pb.float32
         scaler.scale(loss).backward()
@@ -53,7 +54,7 @@ def _train(dtype, scaled: bool, steps: int = 150) -> list[float]:
 
 def test_autocast_dtypes_on_cuda():
     x, w = pb.randn(8, 16, device="cuda"), pb.randn(16, 4, device="cuda", requires_grad=True)
-    with autocast(pb.float16):
+    with autocast("cuda", pb.float16):
         y = x @ w
         s = y.sum()
     assert (y.dtype, s.dtype) == (pb.float16, pb.float32)

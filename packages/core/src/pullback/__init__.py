@@ -44,6 +44,7 @@ from ._ops import (  # noqa: E402 - the ops ported PyTorch code needs
 from . import linalg  # noqa: E402 - pullback.linalg, as torch.linalg
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
 from .autograd import is_grad_enabled  # noqa: E402
+from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
 from .creation import (  # noqa: E402
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
     linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, randperm, tensor,
@@ -87,6 +88,11 @@ int = int32  # noqa: A001
 _load_plugins()
 _install_finder()
 
+from . import amp  # noqa: E402 - pullback.amp, as torch.amp (its casts need core's ops loaded)
+from .amp import (  # noqa: E402 - torch.autocast and its queries
+    autocast, get_autocast_dtype, is_autocast_enabled,
+)
+
 # NumPy warns where PyTorch is silent (log(0) is -inf, 0/0 is nan, exp overflows to inf): ignore
 # those warnings when they come from pullback's own kernels, and only there. A user's filter
 # (``-W error``) still comes first.
@@ -96,7 +102,8 @@ _warnings.filterwarnings(
 
 # Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
 # ``torch.utils.data.DataLoader``) without importing them: imported on first use.
-_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "distributions", "multiprocessing", *_SUBPACKAGES})
+_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", "distributions",
+                               "multiprocessing", *_SUBPACKAGES})
 
 
 def __getattr__(name: str) -> Any:

@@ -126,7 +126,10 @@ def _shape(shape: Sequence[Any], size: Any = None) -> tuple[int, ...]:
         shape = (size,)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    sizes = tuple(int(s) for s in shape)
+    if builtins.any(s < 0 for s in sizes):
+        raise ArgumentError(f"Trying to create tensor with negative dimension: {sizes}")
+    return sizes
 
 
 def _make(fill: Any, shape: tuple[int, ...], dtype: Any, device: Any, requires_grad: bool) -> Tensor:
@@ -229,6 +232,10 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (integer dtypes
     truncate toward zero, as in PyTorch; NumPy rounds down)."""
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        raise DTypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    if steps < 0:
+        raise ArgumentError(f"linspace(): number of steps must be non-negative, got {steps}")
     dev = _device(device)
     dt = to_dtype(dtype)
     xp = dev.backend.xp

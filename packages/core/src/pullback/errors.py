@@ -13,6 +13,8 @@ UnsupportedDTypeError      an op that has no kernel for a dtype        DTypeErro
                                                                        NotImplementedError
 NonNumericDataError        tensor data that is not numbers (strings)   DTypeError, ValueError
 ArgumentError              an argument value an op does not accept     ValueError, RuntimeError
+CheckpointError            a damaged checkpoint, a state dict that     ValueError, RuntimeError
+                           does not fit
 ArgumentTypeError          an argument that is no Tensor, number or    TypeError
                            array (a list, a string, another object)
 UnsupportedError           a mode or feature that is not implemented   ArgumentError,
@@ -23,6 +25,8 @@ IndexShapeError            an index tensor of a shape the op refuses   ShapeErro
 DivisionByZeroError        integer division by zero                    ZeroDivisionError,
                                                                        RuntimeError
 DeviceError                tensors on different or unknown devices     RuntimeError
+DeviceUnavailableError     a device type with no usable device         DeviceError,
+                           (``cuda`` without a GPU)                    AssertionError
 AutogradError              misuse of autograd                          RuntimeError
 =========================  ==========================================  ==========================
 """
@@ -80,6 +84,12 @@ class DeviceError(PullbackError, RuntimeError):
     """Tensors on different devices, or a device that is unknown or unavailable."""
 
 
+class DeviceUnavailableError(DeviceError, AssertionError):
+    """A device type with no usable device here (``cuda`` without a GPU or without
+    pullback-cuda): the RuntimeError a CUDA build of PyTorch raises on a machine without a GPU,
+    and the AssertionError of a CPU-only build ("Torch not compiled with CUDA enabled")."""
+
+
 class IndexOutOfRangeError(PullbackError, IndexError, RuntimeError):
     """An index outside the size of the axis it indexes (PyTorch raises IndexError from
     ``x[i]`` and RuntimeError from gather, scatter and one_hot: this is both)."""
@@ -109,8 +119,9 @@ class MissingPackageError(PullbackError, ImportError):
     """An optional pullback distribution is not installed."""
 
 
-class CheckpointError(PullbackError, ValueError):
-    """A checkpoint file that is truncated, malformed or holds something unexpected."""
+class CheckpointError(PullbackError, ValueError, RuntimeError):
+    """A checkpoint file that is truncated, malformed or holds something unexpected, or a state
+    dict that does not fit a module (PyTorch raises RuntimeError for both)."""
 
 
 class AnomalyError(PullbackError, RuntimeError):

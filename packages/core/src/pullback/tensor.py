@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
+from ._tensor_device import DeviceQueries
 from .dtypes import is_floating, to_dtype
-from .errors import AutogradError, DTypeError
+from .errors import AutogradError, DTypeError, ShapeError
 
 if TYPE_CHECKING:
     from .backends import Device
@@ -36,7 +37,7 @@ def default_device() -> Any:
     return _default_device
 
 
-class Tensor:
+class Tensor(DeviceQueries):
     """An N-d array on a device that can take part in reverse-mode autodiff.
 
     Create tensors with :func:`pullback.tensor` and friends; ``Tensor(data)`` works too.
@@ -312,9 +313,10 @@ class Tensor:
         """The single element as a Python number, read by ``what`` (for the modes' sake)."""
         if _dispatch_state.modes:
             notify_host_read(self, what)
-        if self.array.size != 1:
-            raise ValueError(
-                f"item(): a tensor with {self.array.size} elements cannot be converted to a scalar"
+        if self.array.size != 1:  # PyTorch's RuntimeError (float()/int()'s ValueError too)
+            raise ShapeError(
+                f"{what}: a tensor with {self.array.size} elements cannot be converted to a "
+                "scalar"
             )
         return self.device.backend.to_host(self.array).reshape(()).item()
 
@@ -404,8 +406,8 @@ class Tensor:
         return iter(_ops.unbind(self, 0))
 
     def __bool__(self) -> builtins.bool:
-        if self.array.size != 1:
-            raise ValueError(
+        if self.array.size != 1:  # PyTorch's RuntimeError (and NumPy's ValueError)
+            raise ShapeError(
                 f"the truth value of a tensor with {self.array.size} elements is ambiguous; "
                 "use .any() or .all()"
             )

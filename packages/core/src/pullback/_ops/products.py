@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autocast_policy import autocast_function
 from ..errors import ArgumentError, ShapeError
 from ._axes import normalize_axes
 
@@ -77,6 +78,7 @@ def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
         raise ShapeError(f"shapes {a} and {b} do not broadcast") from None
 
 
+@autocast_function("addmm")
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: float = 1, alpha: float = 1) -> Any:  # noqa: A002
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` broadcast to the product)."""
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
@@ -87,6 +89,7 @@ def addmv(input: Any, mat: Any, vec: Any, *, beta: float = 1, alpha: float = 1) 
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
+@autocast_function("baddbmm")
 def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: float = 1,  # noqa: A002
             alpha: float = 1) -> Any:
     """``beta * input + alpha * bmm(batch1, batch2)``."""

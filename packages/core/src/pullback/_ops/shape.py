@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._autocast_policy import autocast_function
 from ..dispatch import apply
 from ..errors import ArgumentError, AxisError, ShapeError, UnsupportedError
 from ..promotion import COMMON
@@ -444,11 +445,21 @@ def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) 
         widths[x.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
     if mode == "constant":
         return apply(PAD, x, widths=tuple(widths), value=value)
+    return _PAD_BY_INDEX[mode](x, widths, mode)
+
+
+def _pad_by_index(x: Any, widths: list[tuple[int, int]], mode: str) -> Any:
     out = x
     for axis, (lo, hi) in enumerate(widths):
         if lo or hi:
             out = _index_pad(out, axis, lo, hi, mode)
     return out
+
+
+# PyTorch's CPU autocast runs reflection and replication padding in float32
+_PAD_BY_INDEX = {"reflect": autocast_function("pad:reflect")(_pad_by_index),
+                 "replicate": autocast_function("pad:replicate")(_pad_by_index),
+                 "circular": _pad_by_index}
 
 
 def _index_pad(x: Any, axis: int, lo: int, hi: int, mode: str) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .._autocast_policy import autocast_function
 from ..dispatch import apply
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..registry import Op
@@ -266,6 +267,7 @@ def mode(x: Any, dim: int = -1, keepdim: bool = False) -> Any:
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+@autocast_function("quantile")
 def quantile(x: Any, q: Any, dim: Any = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Any:
     """The ``q``-quantiles (``q`` a number or a 1-D tensor in [0, 1]) of all elements or along

@@ -2,6 +2,9 @@
 checkpointing and the ``functional`` helpers (jacobian, hessian, hvp, vjp)."""
 
 from . import functional
+from .anomaly_mode import (
+    detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly,
+)
 from .api import backward, grad
 from .checkpoint import checkpoint
 from .engine import queue_callback
@@ -16,7 +19,8 @@ from .grad_mode import (
 )
 
 __all__ = [
-    "Function", "FunctionCtx", "backward", "checkpoint", "enable_grad", "functional", "grad",
-    "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "no_grad",
-    "once_differentiable", "queue_callback", "set_grad_enabled",
+    "Function", "FunctionCtx", "backward", "checkpoint", "detect_anomaly", "enable_grad",
+    "functional", "grad", "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+    "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "once_differentiable",
+    "queue_callback", "set_detect_anomaly", "set_grad_enabled",
 ]

@@ -39,16 +39,26 @@ META_KEY = "creation_stack"
 
 
 class AnomalyMode(DispatchMode):
-    """The dispatch mode behind :func:`detect_anomaly` and :func:`set_detect_anomaly`."""
+    """The dispatch mode behind :func:`detect_anomaly` and :func:`set_detect_anomaly`.
 
-    def __init__(self) -> None:
+    Args:
+        forward: check op outputs too (``False``: gradients only, as PyTorch's anomaly mode).
+        infinities: a non-finite gradient is an anomaly (``False``: only NaN, as PyTorch's).
+        check_nan: check anything at all (``False``: only record where ops were created).
+    """
+
+    def __init__(self, forward: bool = True, infinities: bool = True,
+                 check_nan: bool = True) -> None:
         self._backward_node: Any = None  # the node whose grad rule is running, if any
+        self.forward = forward and check_nan
+        self.infinities = infinities
+        self.check_nan = check_nan
 
     def dispatch(self, op: Op, args: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
         out = apply(op, *args, **attrs)
         if out.__class__ is not Tensor:
             return out
-        if not all_finite(out.array):
+        if self.forward and not all_finite(out.array):
             self._check_forward(op, args, attrs, out)
         if out._node is not None:
             _remember_creation(out._node)
@@ -62,10 +72,10 @@ class AnomalyMode(DispatchMode):
 
     def on_backward(self, node: Any, grad_in: Any, grads_out: tuple[Any, ...]) -> None:
         for index, g in enumerate(grads_out):
-            if g is None:
+            if g is None or not self.check_nan:
                 continue
             array = g.array if isinstance(g, Tensor) else g
-            if not all_finite(array):
+            if not all_finite(array) and (self.infinities or _has_nan(array)):
                 raise _backward_error(node, grad_in, index, array)
         self._backward_node = None
 

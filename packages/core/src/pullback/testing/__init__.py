@@ -1,5 +1,6 @@
 """Verification tools for pullback and for anything built on it.
 
+* :func:`assert_close`: ``torch.testing.assert_close``, with PyTorch's tolerances and messages.
 * :func:`gradcheck` / :func:`gradgradcheck`: float64 central finite differences against
   :func:`pullback.autograd.grad`, first and second order (:func:`compare_jacobians` and
   :func:`vector_jacobian_product` are the pieces, for reports that want the numbers).
@@ -15,12 +16,13 @@
 Nothing here imports torch: PyTorch, where it is the oracle, is passed in as a module.
 """
 
+from .assert_close import assert_close
 from .gradcheck import (
     GradcheckError, JacobianComparison, compare_jacobians, gradcheck, gradgradcheck,
     vector_jacobian_product,
 )
 
 __all__ = [
-    "GradcheckError", "JacobianComparison", "compare_jacobians", "gradcheck", "gradgradcheck",
+    "GradcheckError", "assert_close", "JacobianComparison", "compare_jacobians", "gradcheck", "gradgradcheck",
     "vector_jacobian_product",
 ]

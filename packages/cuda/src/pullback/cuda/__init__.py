@@ -22,10 +22,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pullback._cuda_absent as _absent
 from pullback.plugins import ensure_registered
 
 from . import amp
 from .__about__ import __version__
+from ._device_api import (
+    DeviceProperties, current_device, device, device_of, empty_cache, get_arch_list,
+    get_device_capability, get_device_name, get_device_properties, init, is_bf16_supported,
+    is_initialized, is_tf32_supported, max_memory_allocated, max_memory_reserved, mem_get_info,
+    memory_allocated, memory_reserved, memory_stats, reset_peak_memory_stats, set_device,
+)
 from ._kernels.adamw import fused_adam_
 from ._kernels.adamw import unsupported_reason as _adam_unsupported
 from ._switches import KERNELS, custom_kernels_enabled, use_custom_kernels
@@ -33,11 +40,18 @@ from ._switches import KERNELS, custom_kernels_enabled, use_custom_kernels
 ensure_registered("pullback.cuda._plugin", "cuda", "pullback-cuda")
 
 __all__ = [
-    "KERNELS", "__version__", "amp", "custom_kernels_enabled", "device_count", "fused_adamw_",
-    "fused_adamw_supported", "is_available", "manual_seed", "manual_seed_all", "memory_info",
-    "synchronize",
-    "unavailable_reason", "use_custom_kernels",
+    "DeviceProperties", "KERNELS", "__version__", "amp", "current_device", "custom_kernels_enabled",
+    "device", "device_count", "device_of", "empty_cache", "fused_adamw_", "fused_adamw_supported",
+    "get_arch_list", "get_device_capability", "get_device_name", "get_device_properties",
+    "get_rng_state", "get_rng_state_all", "init", "initial_seed", "is_available", "is_bf16_supported",
+    "is_initialized", "is_tf32_supported", "manual_seed", "manual_seed_all", "max_memory_allocated",
+    "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_info", "memory_reserved",
+    "memory_stats", "reset_max_memory_allocated", "reset_peak_memory_stats", "seed", "seed_all",
+    "set_device", "set_rng_state", "set_rng_state_all", "synchronize", "unavailable_reason",
+    "use_custom_kernels",
 ]
+
+reset_max_memory_allocated = reset_peak_memory_stats
 
 
 def _backend() -> Any:
@@ -70,9 +84,59 @@ def manual_seed(seed: int) -> None:
 manual_seed_all = manual_seed  # CuPy's generators are per device, all reseeded by one call
 
 
-def synchronize(index: int = 0) -> None:
-    """Wait until the work queued on ``cuda:index`` has finished."""
-    _backend().synchronize(index)
+def synchronize(device: Any = None) -> None:
+    """Wait until the work queued on a GPU (``cuda:0`` by default; an index, ``"cuda:1"`` or a
+    Device) has finished."""
+    if not is_available():
+        _absent.synchronize(device)
+    _backend().synchronize(0 if device is None else _absent.device_index(device))
+
+
+def seed() -> None:
+    """Seed every CUDA generator with a random number (refused without a GPU: ignored)."""
+    if is_available():
+        import secrets
+
+        manual_seed(secrets.randbits(63))
+
+
+seed_all = seed
+
+
+def initial_seed() -> int:
+    """The seed of the CUDA generators (refused without a GPU, as PyTorch's)."""
+    if not is_available():
+        return _absent.initial_seed()
+    return int(_backend().get_rng_state()["seed"])
+
+
+def get_rng_state(device: Any = "cuda") -> dict[str, Any]:
+    """The CUDA generators' state as a JSON-serializable dict (PyTorch's is a ByteTensor);
+    refused without a GPU, as PyTorch's."""
+    if not is_available():
+        return _absent.get_rng_state(device)
+    return _backend().get_rng_state()
+
+
+def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
+    """Restore :func:`get_rng_state` (ignored without a GPU, as PyTorch's)."""
+    if is_available():
+        _backend().set_rng_state(new_state)
+
+
+def get_rng_state_all() -> list[Any]:
+    """The CUDA generators' state, one JSON-serializable dict per device (``[]`` without a
+    GPU; PyTorch's are ByteTensors)."""
+    if not is_available():
+        return _absent.get_rng_state_all()
+    return [get_rng_state()] * device_count()
+
+
+def set_rng_state_all(states: Any) -> None:
+    """Restore :func:`get_rng_state_all` (ignored without a GPU, as PyTorch's)."""
+    states = list(states)
+    if states:
+        set_rng_state(states[0])
 
 
 def memory_info(index: int = 0) -> dict[str, int] | None:

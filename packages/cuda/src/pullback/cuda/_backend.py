@@ -13,7 +13,7 @@ from typing import Any, Callable, ContextManager
 import numpy as np
 
 from pullback.backends import Backend
-from pullback.errors import DeviceError
+from pullback.errors import DeviceError, DeviceUnavailableError
 
 from ._cupy import probe
 from ._random import PhiloxGenerator
@@ -37,7 +37,7 @@ class CUDABackend(Backend):
     def _cupy(self) -> Any:
         found = probe()
         if found.reason is not None:
-            raise DeviceError(f"device type 'cuda' is unavailable: {found.reason}")
+            raise DeviceUnavailableError(f"device type 'cuda' is unavailable: {found.reason}")
         return found.cupy
 
     @property

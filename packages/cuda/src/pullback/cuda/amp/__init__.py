@@ -1,21 +1,7 @@
-"""Mixed precision: :class:`autocast` runs matrix products in float16/bfloat16, and
-:class:`GradScaler` keeps float16 gradients from underflowing.
+"""``pullback.cuda.amp``: PyTorch's ``torch.cuda.amp`` spellings of :mod:`pullback.amp`
+(``autocast(enabled, dtype)``, ``GradScaler(init_scale, ...)``), deprecated there as in
+PyTorch; use ``pullback.amp.autocast("cuda", ...)`` and ``pullback.amp.GradScaler("cuda")``."""
 
-Example::
+from pullback.amp._cuda_amp import GradScaler, autocast
 
-    from pullback.cuda.amp import GradScaler, autocast
-
-    scaler = GradScaler()
-    for x, y in batches:
-        with autocast(dtype=pb.float16):
-            loss = loss_fn(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)       # skipped when a gradient is inf/nan
-        scaler.update()
-        optimizer.zero_grad()
-"""
-
-from ._autocast import FLOAT32_OPS, LOW_PRECISION_OPS, autocast
-from ._grad_scaler import GradScaler
-
-__all__ = ["FLOAT32_OPS", "GradScaler", "LOW_PRECISION_OPS", "autocast"]
+__all__ = ["GradScaler", "autocast"]

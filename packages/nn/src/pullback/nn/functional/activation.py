@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import pullback
+from pullback._autocast_policy import autocast_function
 from pullback.dispatch import apply
 from pullback.errors import ArgumentError, ShapeError
 from pullback.tensor import Tensor
@@ -201,6 +202,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * pullback.sigmoid(b)
 
 
+@autocast_function("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``max(0, x) + weight * min(0, x)``; ``weight`` has one value or one per channel (axis 1)."""
     if weight.ndim > 1 or (weight.numel() != 1 and (input.ndim < 2 or weight.numel() != input.shape[1])):

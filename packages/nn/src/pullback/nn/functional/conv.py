@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pullback._autocast_policy import autocast_function
 from pullback.dispatch import apply
 from pullback.errors import ArgumentError, DeviceError, ShapeError
 from pullback.tensor import Tensor
@@ -169,6 +170,7 @@ def _convolve_transposed(where: str, rank: int, input: Tensor, weight: Tensor,
     return out
 
 
+@autocast_function("conv_transpose1d")
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
                      groups: int = 1, dilation: Any = 1) -> Tensor:
@@ -178,6 +180,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                                 output_padding, groups, dilation)
 
 
+@autocast_function("conv_transpose2d")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
@@ -187,6 +190,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                                 output_padding, groups, dilation)
 
 
+@autocast_function("conv_transpose3d")
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
                      groups: int = 1, dilation: Any = 1) -> Tensor:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 import pullback
+from pullback._autocast_policy import autocast_function
 from pullback.autograd import Function
 from pullback.errors import ArgumentError, DTypeError, ShapeError
 from pullback.tensor import Tensor
@@ -53,6 +54,7 @@ def _lengths(where: str, name: str, value: Any, n: int) -> np.ndarray:
     return array
 
 
+@autocast_function("ctc_loss")
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
              blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """The CTC loss of log-probabilities (T, N, C) (or (T, C) for one sequence) against

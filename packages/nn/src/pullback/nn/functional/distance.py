@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import pullback
+from pullback._autocast_policy import autocast_function
 from pullback.errors import ShapeError
 from pullback.tensor import Tensor
 
@@ -23,6 +24,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return pullback.norm(diff, p, axis=axis, keepdims=keepdim)
 
 
+@autocast_function("cosine_similarity")
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (inputs broadcast).
 

@@ -153,7 +153,7 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         [[[0.0, 0.25, 0.75, 1.0]]]
     """
     if mode not in _MODES:
-        raise ArgumentError(f"interpolate: mode must be one of {_MODES}, got {mode!r}")
+        raise UnsupportedError(f"interpolate: mode must be one of {_MODES}, got {mode!r}")
     if antialias:
         raise UnsupportedError("interpolate: antialias=True is not supported")
     if input.ndim not in (3, 4, 5):

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 import pullback
+from pullback._autocast_policy import autocast_function
 from pullback.dispatch import apply
 from pullback.errors import DTypeError, IndexOutOfRangeError, ShapeError
 from pullback.tensor import Tensor
@@ -87,6 +88,7 @@ def _weighted(where: str, loss: Tensor, weight: Tensor | None, reduction: str,
     return reduce_(loss, reduction)
 
 
+@autocast_function("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
@@ -99,6 +101,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     return _weighted("mse_loss", diff * diff, weight, reduction, mean_by_weight=True)
 
 
+@autocast_function("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
             reduce: bool | None = None, reduction: str = "mean",
             weight: Tensor | None = None) -> Tensor:
@@ -111,6 +114,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                      mean_by_weight=True)
 
 
+@autocast_function("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere."""
@@ -124,6 +128,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _weighted("huber_loss", loss, weight, reduction, mean_by_weight=False)
 
 
+@autocast_function("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                    reduce: bool | None = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
@@ -181,6 +186,7 @@ def _unbatched(input: Tensor, target: Tensor, soft: bool) -> tuple[Tensor, Tenso
     return input.unsqueeze(0), (target.unsqueeze(0) if soft or target.ndim == 0 else target)
 
 
+@autocast_function("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average: bool | None = None, ignore_index: int = -100,
                   reduce: bool | None = None, reduction: str = "mean",
@@ -251,6 +257,7 @@ def _soft_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, re
     return reduce_(per_row, reduction)
 
 
+@autocast_function("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -277,6 +284,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return loss.sum() / row_weight.sum()
 
 
+@autocast_function("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -298,6 +306,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return reduce_(loss, reduction)
 
 
+@autocast_function("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average: bool | None = None,
                                      reduce: bool | None = None, reduction: str = "mean",
@@ -322,6 +331,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     return reduce_(loss, reduction)
 
 
+@autocast_function("kl_div")
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
            reduce: bool | None = None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:

@@ -13,6 +13,7 @@ import math
 from typing import Any, Callable
 
 import pullback
+from pullback._autocast_policy import autocast_function
 from pullback.errors import DTypeError, ShapeError
 from pullback.tensor import Tensor
 
@@ -27,6 +28,7 @@ def _reduction(where: str, size_average: Any, reduce_: Any, reduction: str) -> s
     return reduction
 
 
+@autocast_function("margin_ranking_loss")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average: bool | None = None, reduce: bool | None = None,
                         reduction: str = "mean") -> Tensor:
@@ -40,6 +42,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return reduce_(pullback.clamp(-target * (input1 - input2) + margin, min=0), reduction)
 
 
+@autocast_function("hinge_embedding_loss")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -51,6 +54,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
     return reduce_(pulled + kept, reduction)
 
 
+@autocast_function("soft_margin_loss")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Two-class logistic loss ``log(1 + exp(-y x))`` for labels ``y`` in {-1, 1}."""
@@ -84,6 +88,7 @@ def _class_rows(where: str, input: Tensor, target: Tensor, target_ndim: int) -> 
     return input, target
 
 
+@autocast_function("multilabel_margin_loss")
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-label hinge loss: ``sum_{j, i} max(0, 1 - (x[y_j] - x[i])) / C`` over the target
@@ -109,6 +114,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     return reduce_(loss, reduction)
 
 
+@autocast_function("multi_margin_loss")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average: bool | None = None,
                       reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -136,6 +142,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     return reduce_(loss, reduction)
 
 
+@autocast_function("cosine_embedding_loss")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
@@ -167,6 +174,7 @@ def _triplet(anchor: Tensor, positive: Tensor, negative: Tensor,
     return reduce_(pullback.clamp(margin + to_positive - to_negative, min=0), reduction)
 
 
+@autocast_function("triplet_margin_loss")
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
                         p: float = 2, eps: float = 1e-6, swap: bool = False,
                         size_average: bool | None = None, reduce: bool | None = None,
@@ -193,6 +201,7 @@ def triplet_margin_with_distance_loss(
                     swap, reduction, where)
 
 
+@autocast_function("poisson_nll_loss")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average: bool | None = None, eps: float = 1e-8,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:

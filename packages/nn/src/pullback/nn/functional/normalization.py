@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import pullback
+from pullback._autocast_policy import autocast_function
 from pullback.dispatch import apply
 from pullback.dtypes import finfo
 from pullback.errors import ShapeError
@@ -50,6 +51,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int, weight: Tenso
     return out * weight if weight is not None else out
 
 
+@autocast_function("group_norm")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize (N, C, *) over each group of C/num_groups channels and the spatial axes."""
@@ -172,6 +174,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     return input / (mean * alpha + k) ** beta
 
 
+@autocast_function("normalize")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Any = None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim``."""

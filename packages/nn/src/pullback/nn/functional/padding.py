@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import pullback
-from pullback.errors import ArgumentError, ShapeError
+from pullback.errors import ArgumentError, ShapeError, UnsupportedError
 from pullback.tensor import Tensor
 
 _MODES = ("constant", "reflect", "replicate", "circular")
@@ -29,7 +29,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         [[2.0, 1.0, 0.0, 1.0, 2.0]]
     """
     if mode not in _MODES:
-        raise ArgumentError(f"pad: mode must be one of {_MODES}, got {mode!r}")
+        raise UnsupportedError(f"pad: mode must be one of {_MODES}, got {mode!r}")
     widths = [int(w) for w in pad]
     if len(widths) % 2 or len(widths) // 2 > input.ndim:
         raise ShapeError(f"pad: {len(widths)} widths do not fit a {input.ndim}-d input of "

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 import pullback
+from pullback._autocast_policy import autocast_function
 from pullback.errors import ArgumentError, ShapeError
 from pullback.tensor import Tensor
 
@@ -120,6 +121,7 @@ def _cubic_weights(t: Tensor) -> list[Tensor]:
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+@autocast_function("grid_sample")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     """Sample (N, C, H, W) at the points of ``grid`` (N, Ho, Wo, 2), whose last axis holds

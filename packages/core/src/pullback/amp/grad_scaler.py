@@ -6,13 +6,16 @@ step when a gradient came out inf or nan (the factor was too large), lowering th
 ``growth_interval`` clean steps in a row it raises the factor again.
 
 The scaler works on any device: it only multiplies ``.grad`` arrays in place with the backend's
-array namespace and reads one flag per device per step (the only host synchronization).
+array namespace and reads one flag per device per step (the only host synchronization). As
+PyTorch's, a scaler for a device type with no usable device (``"cuda"`` without a GPU) warns and
+disables itself, so a script written for a GPU runs on the CPU unchanged.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+import warnings
 from typing import Any
 
 from pullback.tensor import Tensor
@@ -36,6 +39,8 @@ class GradScaler:
     """Scale the loss, unscale the gradients, skip steps with inf/nan gradients, adapt the scale.
 
     Args:
+        device: the device type of the gradients (``"cuda"`` by default, as PyTorch's); one
+            with no usable device here disables the scaler, with PyTorch's warning.
         init_scale: the starting scale factor.
         growth_factor: the scale is multiplied by this after ``growth_interval`` steps in a row
             without inf/nan gradients (> 1).
@@ -45,9 +50,9 @@ class GradScaler:
             ``step`` just steps), so a script can switch mixed precision off with one flag.
     """
 
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
+    def __init__(self, device: str = "cuda", init_scale: float = 2.0**16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
         if not (init_scale > 0 and math.isfinite(init_scale)):
             raise ValueError(f"GradScaler: init_scale must be positive and finite, got {init_scale}")
         if not growth_factor > 1.0:
@@ -56,7 +61,8 @@ class GradScaler:
             raise ValueError(f"GradScaler: backoff_factor must be in (0, 1), got {backoff_factor}")
         if not (isinstance(growth_interval, int) and growth_interval >= 1):
             raise ValueError(f"GradScaler: growth_interval must be an int >= 1, got {growth_interval!r}")
-        self._enabled = bool(enabled)
+        self._device = device
+        self._enabled = bool(enabled) and _usable(device)
         self._scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
@@ -172,6 +178,20 @@ class GradScaler:
         if state is None:
             state = self._optimizers[id(optimizer)] = _OptimizerState()
         return state
+
+
+def _usable(device: str) -> bool:
+    """Whether ``device`` has a usable device (PyTorch's warning when it has not)."""
+    from pullback.backends import backends
+
+    if device == "cpu":
+        return True
+    backend = backends().get(device)
+    if backend is not None and backend.is_available():
+        return True
+    warnings.warn(f"pullback.amp.GradScaler is enabled, but {device} is not available.  "
+                  "Disabling.", UserWarning, stacklevel=3)
+    return False
 
 
 def _unscale_grads(optimizer: Any, inv_scale: float) -> bool:
