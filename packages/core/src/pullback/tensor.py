@@ -73,9 +73,16 @@ class Tensor(DeviceQueries):
         from .creation import _array_from, zeros
         from .dtypes import get_default_dtype
 
+        unknown = set(kwargs) - {"dtype", "device", "requires_grad"}
+        if unknown:
+            raise TypeError(f"Tensor() got unexpected keywords {sorted(unknown)}")
         if data.__class__ is builtins.int and all(a.__class__ is builtins.int for a in args):
-            self._init_leaf(zeros(data, *args).array, default_device(), False)
+            made = zeros(data, *args, **kwargs)
+            self._init_leaf(made.array, made.device, made.requires_grad)
             return
+        if len(args) > 3:
+            raise TypeError(f"Tensor() takes data, dtype, device and requires_grad; got "
+                            f"{len(args) + 1} arguments")
         dtype = kwargs.get("dtype", args[0] if len(args) > 0 else None)
         dtype = get_default_dtype() if dtype is None else dtype
         device = kwargs.get("device", args[1] if len(args) > 1 else None)
