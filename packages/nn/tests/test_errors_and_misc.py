@@ -34,7 +34,6 @@ from pullback.errors import DTypeError, IndexOutOfRangeError, ShapeError
      "embedding: index 5 is out of range for 5 embeddings"),
     (lambda: nn.Embedding(5, 2)(pullback.tensor([1.0])), DTypeError,
      "embedding: indices must be an integer tensor"),
-    (lambda: nn.Softmax()(pullback.randn(3)), TypeError, "softmax: give dim="),
     (lambda: nn.Dropout(1.5), ValueError, r"Dropout: dropout probability must be in \[0, 1\]"),
     (lambda: nn.MultiheadAttention(10, 3), ValueError, "num_heads"),
     (lambda: nn.GroupNorm(3, 4), ValueError, "GroupNorm"),

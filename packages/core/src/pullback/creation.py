@@ -82,6 +82,13 @@ def _host(x: Any) -> Any:
 def tensor(data: Any, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python floats become float32, ints int64)."""
+    if isinstance(data, Tensor):
+        import warnings
+
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                      ".requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
     arr, dev = _array_from(data, dtype, device, copy=True)
     t = Tensor._wrap(arr, dev)
     if requires_grad:

@@ -216,7 +216,15 @@ class Tensor(DeviceQueries):
 
     @property
     def T(self) -> Tensor:  # noqa: N802 - NumPy/PyTorch name
-        """All axes reversed."""
+        """All axes reversed (PyTorch warns for other than 2 axes, and so does pullback)."""
+        if self.ndim != 2:
+            import warnings
+
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                          "shape is deprecated and it will throw an error in a future release. "
+                          "Consider `x.mT` to transpose batches of matrices or `x.permute(*range("
+                          "x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+                          UserWarning, stacklevel=2)
         return _ops.permute(self, tuple(reversed(range(self.ndim))))
 
     @property

@@ -118,6 +118,7 @@ class LBFGS(Optimizer):
         if closure is None:
             raise TypeError("LBFGS.step needs a closure that re-evaluates the loss (it calls it "
                             "several times per step)")
+        self._opt_called = True
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]

@@ -63,6 +63,7 @@ class Optimizer:
         self.state: dict[Tensor, dict[str, Any]] = {}
         self._scratch_buffers: dict[Any, Any] = {}
         self._scratch_views: dict[Any, tuple[Any, Any]] = {}
+        self._opt_called = False  # set by step(): a scheduler stepped first warns
         groups = _as_groups(params)
         if not groups:
             raise ParamGroupError(f"{type(self).__name__} got an empty parameter list")
@@ -100,6 +101,7 @@ class Optimizer:
                 loss = closure()
         # Through dispatch, so that a mode (the compiler's tracer) can record the update.
         run_array_update(self._update_all)
+        self._opt_called = True  # for the schedulers' check of the call order
         return loss
 
     def _update_all(self, namespace_of: Callable[[Any], Any]) -> None:

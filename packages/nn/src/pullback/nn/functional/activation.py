@@ -9,6 +9,7 @@ is accepted everywhere PyTorch takes it; the result is a new tensor with the sam
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -54,9 +55,11 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return pullback.softplus(input, beta, threshold)
 
 
-def _axis(where: str, x: Tensor, dim: int | None) -> int:
-    if dim is None:
-        raise TypeError(f"{where}: give dim= (the axis to normalize over)")
+def _axis(where: str, x: Tensor, dim: int | None, stacklevel: int = 4) -> int:
+    if dim is None:  # PyTorch's implicit choice, with its warning
+        warnings.warn(f"Implicit dimension choice for {where} has been deprecated. Change the "
+                      "call to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
     if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
         from pullback.errors import AxisError
 
@@ -71,19 +74,22 @@ def _cast(input: Tensor, dtype: Any) -> Tensor:
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (``dtype``: cast the input first)."""
-    return apply(SOFTMAX, _cast(input, dtype), axis=_axis("softmax", input, dim))
+    axis = _axis("softmax", input, dim, _stacklevel + 1)
+    return apply(SOFTMAX, _cast(input, dtype), axis=axis)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
                 dtype: Any = None) -> Tensor:
     """``x - logsumexp(x)`` along ``dim`` (stable; ``dtype``: cast the input first)."""
-    return apply(LOG_SOFTMAX, _cast(input, dtype), axis=_axis("log_softmax", input, dim))
+    axis = _axis("log_softmax", input, dim, _stacklevel + 1)
+    return apply(LOG_SOFTMAX, _cast(input, dtype), axis=axis)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype: Any = None) -> Tensor:
     """``softmax(-x)`` along ``dim``."""
-    return apply(SOFTMAX, -_cast(input, dtype), axis=_axis("softmin", input, dim))
+    axis = _axis("softmin", input, dim, _stacklevel + 1)
+    return apply(SOFTMAX, -_cast(input, dtype), axis=axis)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,

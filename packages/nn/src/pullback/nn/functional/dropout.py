@@ -6,6 +6,7 @@ computes a new tensor."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import pullback
@@ -79,17 +80,57 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Zero whole channels of (N, C, H, W) with probability ``p``, scaling the rest (a 3-d
-    input is taken as (N, C, L), as PyTorch does)."""
+    """Zero whole channels of (N, C, H, W) with probability ``p``, scaling the rest.
+
+    Other inputs are taken as PyTorch takes them, with its warnings: a 3-d input as (N, C, L)
+    (channel-wise 1-d dropout), a 2-d one as (N, C) (each element its own channel).
+    """
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
     if input.ndim == 3:
-        return _channel_dropout("dropout2d", input, p, training, 3)
-    return _channel_dropout("dropout2d", input, p, training, 4)
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", UserWarning,
+                      stacklevel=2)
+    return _feature_dropout("dropout2d", input, p, training)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p``."""
-    return _channel_dropout("dropout3d", input, p, training, 5)
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability ``p``; other
+    inputs are taken as unbatched, with PyTorch's warning."""
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 5 or not training or check_p("dropout3d", p) == 0.0:
+        return _feature_dropout("dropout3d", input, p, training)
+    return _feature_dropout("dropout3d", input.unsqueeze(0), p, training).squeeze(0)
+
+
+def _feature_dropout(where: str, input: Tensor, p: float, training: bool) -> Tensor:
+    """PyTorch's feature dropout: one draw per (axis 0, axis 1) pair, shared along the rest."""
+    p = check_p(where, p)
+    if not training or p == 0.0:
+        return input
+    if input.ndim < 2:
+        raise ShapeError(f"{where}: Feature dropout requires at least 2 dimensions in the "
+                         f"input, got shape {tuple(input.shape)}")
+    if p == 1.0:
+        return input * 0.0
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return input * keep_mask(shape, p, input)
 
 
 def _alpha(input: Tensor, p: float, training: bool, mask_shape: tuple[int, ...]) -> Tensor:

@@ -12,6 +12,7 @@ back. The index and weight tables follow ATen's ``UpSample.h`` exactly, in the i
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -187,15 +188,23 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
              align_corners: bool | None = None) -> Tensor:
-    """PyTorch's deprecated ``F.upsample``: :func:`interpolate`."""
+    """PyTorch's deprecated ``F.upsample``: :func:`interpolate` (with PyTorch's warning)."""
+    _deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """PyTorch's deprecated ``F.upsample_nearest``: nearest :func:`interpolate`."""
+    _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """PyTorch's deprecated ``F.upsample_bilinear``: bilinear with ``align_corners=True``."""
+    _deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def _deprecated(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", UserWarning, stacklevel=3)

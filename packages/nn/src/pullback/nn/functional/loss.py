@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import warnings
-
 import numpy as np
 
 import pullback
@@ -33,11 +32,13 @@ def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: 
     override ``reduction`` when either is given)."""
     if size_average is None and reduce is None:
         return reduction
-    warnings.warn("size_average and reduce are deprecated, use reduction= instead",
-                  DeprecationWarning, stacklevel=3)
     if reduce is False:
-        return "none"
-    return "mean" if size_average is None or size_average else "sum"
+        legacy = "none"
+    else:
+        legacy = "mean" if size_average is None or size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{legacy}' instead.", UserWarning, stacklevel=3)
+    return legacy
 
 
 def reduce_(loss: Tensor, reduction: str) -> Tensor:
@@ -67,9 +68,10 @@ def _broadcast(where: str, input: Tensor, target: Tensor) -> tuple[Tensor, Tenso
     except ValueError:
         _same_shape(where, input, target)
         raise
-    warnings.warn(f"{where}: using a target size {tuple(target.shape)} that is different to "
-                  f"the input size {tuple(input.shape)}; they are broadcast to {shape}",
-                  UserWarning, stacklevel=3)
+    warnings.warn(f"Using a target size ({tuple(target.shape)}) that is different to the input "
+                  f"size ({tuple(input.shape)}). This will likely lead to incorrect results due "
+                  f"to broadcasting. Please ensure they have the same size. ({where} broadcasts "
+                  f"both to {shape})", UserWarning, stacklevel=3)
     return pullback.broadcast_to(input, shape), pullback.broadcast_to(target, shape)
 
 
@@ -276,7 +278,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     safe = pullback.where(flat_target != ignore_index, flat_target, 0).reshape(-1, 1)
     picked = pullback.take_along_axis(logp, safe, axis=1).reshape(-1)
     row_weight = _target_weights(weight, flat_target, ignore_index, input)
-    loss = -picked * row_weight
+    # through where, an ignored target's gradient is 0 even when the mean divides by a total
+    # weight of 0 (PyTorch skips them: its loss is NaN, their gradient 0)
+    loss = pullback.where(flat_target != ignore_index, -picked * row_weight, 0.0)
     if reduction == "none":
         return loss.reshape(tuple(target.shape))
     if reduction == "sum":
@@ -298,12 +302,28 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if data.size and (float(data.min()) < 0 or float(data.max()) > 1):
         raise ValueError(f"{where}: input values must be probabilities in [0, 1], got range "
                          f"[{float(data.min())}, {float(data.max())}]")
-    log_x = pullback.clamp(pullback.log(input), min=-100.0)
-    log_1mx = pullback.clamp(pullback.log(1.0 - input), min=-100.0)
-    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    loss = _bce_elementwise(input, target)
     if weight is not None:
         loss = loss * weight
     return reduce_(loss, reduction)
+
+
+def _bce_elementwise(x: Tensor, t: Tensor) -> Tensor:
+    """``-(t log x + (1 - t) log(1 - x))`` with PyTorch's clamp of the logs at -100 and PyTorch's
+    gradient, ``(x - t) / max(x (1 - x), 1e-12)``, finite at probabilities of exactly 0 and 1
+    (the derivative of a clamped log is ``0 * inf`` there). Inside, where ``x (1 - x) >=
+    1e-12``, autograd of the logs is that gradient; at the edges the value comes from the
+    detached input and the gradient from a linear term that is 0 in value. Only ops: vmap, the
+    compiler and higher-order gradients go through it."""
+
+    def clamped(p: Tensor) -> Tensor:
+        return -(t * pullback.clamp(pullback.log(p), min=-100.0)
+                 + (1.0 - t) * pullback.clamp(pullback.log(1.0 - p), min=-100.0))
+
+    x_fixed = x.detach()
+    inside = x_fixed * (1.0 - x_fixed) >= 1e-12
+    edge = clamped(x_fixed) + (x_fixed - t.detach()) / 1e-12 * (x - x_fixed)
+    return pullback.where(inside, clamped(pullback.where(inside, x, 0.5)), edge)
 
 
 @autocast_function("binary_cross_entropy_with_logits")
@@ -340,6 +360,11 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     where = "kl_div"
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(where, reduction, _REDUCTIONS + ("batchmean",))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=3)
     _same_shape(where, input, target)
     if log_target:
         loss = pullback.exp(target) * (target - input)

@@ -130,7 +130,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise ShapeError(f"{where}: target of shape {tuple(target.shape)} does not fit input "
                          f"{tuple(input.shape)}")
     picked = pullback.take_along_axis(scores, classes.reshape(n, 1), axis=1)
-    hinge = pullback.clamp(margin - picked + scores, min=0)
+    # relu: no gradient where the margin is met exactly, as PyTorch's kernel (z > 0)
+    hinge = pullback.relu(margin - picked + scores)
     if p == 2:
         hinge = hinge * hinge
     if weight is not None:

@@ -8,6 +8,7 @@ attributes (numbers, lists, strings: JSON), so it is saved with :func:`pullback.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from pullback.errors import CheckpointError
@@ -97,7 +98,14 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self) -> None:
-        """Advance the schedule by one step; call it after ``optimizer.step()``."""
+        """Advance the schedule by one step; call it after ``optimizer.step()`` (before it, the
+        first rate of the schedule is skipped, and PyTorch's warning says so)."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", True):
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                          "In PyTorch 1.1.0 and later, you should call them in the opposite "
+                          "order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to "
+                          "do this will result in PyTorch skipping the first value of the "
+                          "learning rate schedule.", UserWarning, stacklevel=2)
         self._step_count += 1
         self._update_lr()
 
