@@ -66,17 +66,19 @@ PROGRAMS: list[Program] = [
         "mnist.py", ("--epochs", "1", "--train-size", "384", "--test-batch-size", "297"),
         ("--epochs", "3")),), absolute={"test_accuracy": 0.25}, relative={"test_loss": 0.6}),
     Program("mnist_hogwild", "vision", EXAMPLES + "mnist_hogwild", (Step(
-        "mnist_hogwild/main.py", ("--epochs", "1", "--train-size", "256"), ("--epochs", "3")),),
+        "mnist_hogwild/main.py", ("--epochs", "1", "--train-size", "512", "--lr", "0.05"),
+        ("--epochs", "4", "--lr", "0.05")),),
         absolute={"test_accuracy": 0.3}, relative={"test_loss": 0.2}),
     Program("mnist_rnn", "vision", EXAMPLES + "mnist_rnn", (Step(
-        "mnist_rnn.py", ("--epochs", "1", "--train-size", "512"), ("--epochs", "4")),),
+        "mnist_rnn.py", ("--epochs", "2", "--train-size", "768", "--lr", "1.0"),
+        ("--epochs", "4", "--lr", "1.0")),),
         absolute={"test_accuracy": 0.2}, relative={"test_loss": 0.3}),
     Program("mnist_forward_forward", "vision", EXAMPLES + "mnist_forward_forward", (Step(
-        "mnist_forward_forward.py", ("--epochs", "60", "--train-size", "500", "--hidden", "200"),
-        ("--epochs", "300", "--hidden", "500")),),
+        "mnist_forward_forward.py", ("--epochs", "200", "--train-size", "500", "--hidden", "200"),
+        ("--epochs", "500", "--hidden", "500")),),
         absolute={"train_error": 0.2, "test_error": 0.2}),
     Program("siamese_network", "vision", EXAMPLES + "siamese_network", (Step(
-        "siamese_network.py", ("--epochs", "1", "--train-size", "256"), ("--epochs", "3")),),
+        "siamese_network.py", ("--epochs", "2", "--train-size", "512"), ("--epochs", "3")),),
         absolute={"test_accuracy": 0.15}, relative={"test_loss": 0.3}),
     Program("super_resolution", "vision", EXAMPLES + "super_resolution", (
         Step("super_resolution/main.py",
