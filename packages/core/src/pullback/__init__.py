@@ -102,7 +102,7 @@ _warnings.filterwarnings(
 
 # Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
 # ``torch.utils.data.DataLoader``) without importing them: imported on first use.
-_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", "distributions",
+_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", "random", "distributions",
                                "multiprocessing", *_SUBPACKAGES})
 
 

@@ -31,6 +31,8 @@ from pullback.tensor import Tensor
 
 from .._autocast_policy import active, innermost, policy_for
 
+__all__ = ["autocast", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled"]
+
 DEFAULT_DTYPES = {"cpu": bfloat16}  # every other device type: float16, as PyTorch
 _LOW = (float16, bfloat16)
 

@@ -1,5 +1,6 @@
-"""``pullback.utils``: what ported code imports from ``torch.utils`` (``pullback.utils.data``)."""
+"""``pullback.utils``: what ported code imports from ``torch.utils`` (``data``, ``checkpoint``,
+``hooks``, ``dlpack``)."""
 
-from . import data
+from . import checkpoint, data, dlpack, hooks
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data", "dlpack", "hooks"]

@@ -10,6 +10,8 @@ from pullback import Tensor, zeros_like
 from ._kernels import add_ratio_, effective_grad, ema_square_, lerp_
 from .optimizer import OPTIMIZERS, Optimizer, ParamsT, require_betas, require_non_negative
 
+__all__ = ["Adam", "AdamW"]
+
 
 def decay_weights_(xp: Any, param: Any, group: dict[str, Any]) -> float:
     """Decoupled weight decay ``p *= 1 - lr * weight_decay`` when the group asks for it.

@@ -11,6 +11,8 @@ Example:
     [(4,), (4,), (2,)]
 """
 
+from typing import Any
+
 from ._workers import WorkerInfo, get_worker_info
 from .collate import default_collate, default_convert
 from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
@@ -20,9 +22,18 @@ from .sampler import (
     WeightedRandomSampler,
 )
 
-__all__ = [
-    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
+__all__ = [  # noqa: F822 - DistributedSampler is pullback-distributed's, on first use
+    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+    "IterableDataset",
     "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
     "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
     "get_worker_info", "random_split",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DistributedSampler":  # pullback-distributed's: imported when used
+        from .distributed import DistributedSampler
+
+        return DistributedSampler
+    raise AttributeError(f"module 'pullback.utils.data' has no attribute '{name}'")

@@ -15,6 +15,10 @@ from .._checks import expect_ndim
 from ..module import Module
 from ..parameter import Parameter
 
+# PyTorch's names at this path (the batch and instance norms are reached through
+# .batchnorm and .instancenorm, as in PyTorch)
+__all__ = ["GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm"]
+
 
 def _affine(module: Module, shape: tuple[int, ...], weight: bool, bias: bool, device: Any,
             dtype: Any) -> None:

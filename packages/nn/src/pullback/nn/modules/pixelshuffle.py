@@ -7,6 +7,8 @@ from pullback.tensor import Tensor
 from .. import functional as F
 from ..module import Module
 
+__all__ = ["PixelShuffle", "PixelUnshuffle"]  # ChannelShuffle is .channelshuffle's, as PyTorch
+
 
 class PixelShuffle(Module):
     """(*, C * r^2, H, W) -> (*, C, H * r, W * r) (sub-pixel convolution)."""

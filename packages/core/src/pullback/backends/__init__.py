@@ -1,4 +1,8 @@
-"""Devices and the backend registry.
+"""Devices and the backend registry, and PyTorch's ``torch.backends`` switches.
+
+The switches are submodules, as PyTorch's (``pullback.backends.cudnn.benchmark = True``,
+``pullback.backends.cuda.matmul.allow_tf32``, ``import pullback.backends.mps``): each says which
+of its flags change nothing in pullback and why.
 
 A :class:`Backend` is the small contract a device type implements: an array namespace, whether
 it is available, how many devices it has, synchronization, a seeded generator and host transfer.
@@ -14,7 +18,7 @@ from typing import Any, ContextManager
 
 import numpy as np
 
-from .errors import DeviceError, MissingPackageError, PullbackError
+from ..errors import DeviceError, MissingPackageError, PullbackError
 
 # Device types that a known pullback distribution provides, for the "pip install" hint.
 _KNOWN_PROVIDERS = {"cuda": "pullback-cuda"}
@@ -116,7 +120,7 @@ BACKEND_OWNERS: dict[str, str] = {}
 
 def register_backend(backend: Backend, owner: str = "pullback") -> None:
     """Add a backend; two backends with one name is an error naming both distributions."""
-    from .errors import PluginError
+    from ..errors import PluginError
 
     if not backend.name:
         raise PluginError(f"backend {backend!r} from {owner} has no name")
@@ -134,7 +138,7 @@ def get_backend(name: str) -> Backend:
     """The backend registered under ``name``; the error says which package provides it."""
     backend = _BACKENDS.get(name)
     if backend is None:
-        from .plugins import load_plugins
+        from ..plugins import load_plugins
 
         load_plugins()
         backend = _BACKENDS.get(name)
@@ -154,8 +158,8 @@ def _provider_error(kind: str, provider: str) -> PullbackError:
     load, or installed but not loaded (disabled, or a version without that backend)."""
     from importlib import metadata
 
-    from ._install_hint import missing_distribution_message
-    from .plugins import failed
+    from .._install_hint import missing_distribution_message
+    from ..plugins import failed
 
     for record in failed().values():
         if record.distribution == provider:
@@ -176,7 +180,7 @@ def _provider_error(kind: str, provider: str) -> PullbackError:
 
 def backends() -> dict[str, Backend]:
     """All registered backends by name."""
-    from .plugins import load_plugins
+    from ..plugins import load_plugins
 
     load_plugins()
     return dict(_BACKENDS)
@@ -293,5 +297,7 @@ def synchronize(dev: str | Device = "cpu") -> None:
     d.backend.synchronize(d.index or 0)
 
 
-# torch.backends.cudnn / torch.backends.mps, for ported scripts (no effect; see the module).
-from ._backend_flags import cudnn, mps  # noqa: E402, F401 - public names of this module
+# torch.backends' submodules, for ported scripts (see each module)
+from . import (  # noqa: E402, F401 - public names of this package
+    cpu, cuda, cudnn, mha, mkl, mkldnn, mps, nnpack, openmp, opt_einsum,
+)
