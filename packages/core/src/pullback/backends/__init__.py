@@ -248,7 +248,7 @@ class Device:
         return hash((self.type, self.index))
 
     def __reduce__(self) -> Any:
-        from .multiprocessing._reductions import spawning
+        from ..multiprocessing._reductions import spawning
 
         if spawning():  # an argument of a process being started: its spec, a string
             return Device, (str(self),)
