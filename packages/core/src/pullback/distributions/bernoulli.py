@@ -7,7 +7,8 @@ from typing import Any
 from .. import _ops
 from ..creation import as_tensor
 from ..tensor import Tensor
-from .distribution import Distribution, clamp_probs, probs_or_logits
+from .distribution import Distribution, _check_probs_or_logits
+from .utils import clamp_probs
 
 
 class Bernoulli(Distribution):
@@ -16,7 +17,7 @@ class Bernoulli(Distribution):
 
     def __init__(self, probs: Any = None, logits: Any = None,
                  validate_args: bool | None = None) -> None:
-        probs_or_logits("Bernoulli", probs, logits)
+        _check_probs_or_logits("Bernoulli", probs, logits)
         if probs is not None:
             self.probs = as_tensor(probs)
             clamped = clamp_probs(self.probs)  # PyTorch's probs_to_logits

@@ -7,7 +7,8 @@ from typing import Any
 from .. import _ops
 from ..creation import as_tensor
 from ..tensor import Tensor
-from .distribution import Distribution, clamp_probs, probs_or_logits
+from .distribution import Distribution, _check_probs_or_logits
+from .utils import clamp_probs
 
 
 class Categorical(Distribution):
@@ -23,7 +24,7 @@ class Categorical(Distribution):
 
     def __init__(self, probs: Any = None, logits: Any = None,
                  validate_args: bool | None = None) -> None:
-        probs_or_logits("Categorical", probs, logits)
+        _check_probs_or_logits("Categorical", probs, logits)
         if probs is not None:
             probs = as_tensor(probs)
             self.probs = probs / probs.sum(-1, keepdim=True)

@@ -47,18 +47,9 @@ class Distribution:
         return f"{type(self).__name__}()"
 
 
-def probs_or_logits(name: str, probs: Any, logits: Any) -> None:
+def _check_probs_or_logits(name: str, probs: Any, logits: Any) -> None:
     """PyTorch's check: exactly one of ``probs`` and ``logits``."""
     if (probs is None) == (logits is None):
         raise ArgumentError(f"{name}: Either `probs` or `logits` must be specified, but not "
                             "both.")
 
-
-def clamp_probs(probs: Tensor) -> Tensor:
-    """Probabilities kept inside (eps, 1 - eps), as PyTorch before taking their logs (a zero
-    probability then has a finite log and finite gradients)."""
-    from .. import _ops
-    from .._introspection import finfo
-
-    eps = finfo(probs.dtype).eps
-    return _ops.clamp(probs, eps, 1 - eps)
