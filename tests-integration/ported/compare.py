@@ -8,7 +8,9 @@ frameworks' means over the seeds, torch's own spread over the seeds (its run-to-
 the difference and whether it is within the tolerance (the larger of the metric's floor and
 torch's spread). The exit status is 1 when a metric is outside it.
 
-    python tests-integration/ported/compare.py --seeds 3 --out docs/porting --docs docs/porting.md
+    python tests-integration/ported/compare.py --seeds 2 --out docs/porting --docs docs/porting.md
+    python tests-integration/ported/compare.py --seeds 6 --programs gat --out docs/porting \
+        --docs docs/porting.md   # updates gat's rows, keeps the others
     python tests-integration/ported/compare.py --smoke --seeds 1 --programs mnist gcn
     python tests-integration/ported/compare.py --noise --seeds 6   # torch's spread, small runs
 """
@@ -146,10 +148,12 @@ def main() -> int:
             print(json.dumps(row), flush=True)
             rows.append(row)
             failed |= row.get("within") is False or "failed" in row
-    if args.out is not None:
+    if args.out is not None:  # programs not run here keep their last results
         import report
 
-        report.write_results(rows, args.out, "noise" if args.noise else "ported_programs")
+        stem = "noise" if args.noise else "ported_programs"
+        rows = report.merge(args.out, stem, rows)
+        report.write_results(rows, args.out, stem)
         if args.docs is not None and not args.noise:
             report.write_docs_table(rows, args.docs, args)
     return 1 if failed else 0

@@ -9,9 +9,21 @@ import re
 from pathlib import Path
 from typing import Any
 
-from programs import BY_NAME
+from programs import BY_NAME, PROGRAMS
 
 BEGIN, END = "<!-- corpus table: begin -->", "<!-- corpus table: end -->"
+
+
+def merge(folder: Path, stem: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of ``folder/stem.jsonl`` with those of the programs in ``rows`` replaced by
+    ``rows`` (a run of some programs, e.g. with more seeds, updates only them), in the
+    corpus's order."""
+    path = folder / f"{stem}.jsonl"
+    old = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    ran = {r["program"] for r in rows}
+    kept = [r for r in old if r["program"] not in ran and r["program"] in BY_NAME]
+    order = {p.name: i for i, p in enumerate(PROGRAMS)}
+    return sorted(kept + rows, key=lambda r: order[r["program"]])
 
 
 def write_results(rows: list[dict[str, Any]], folder: Path, stem: str) -> None:
@@ -62,19 +74,19 @@ def write_docs_table(rows: list[dict[str, Any]], docs: Path, args: Any) -> None:
     within = [p for p in ran if all(r.get("within", True) for r in rows if r["program"] == p)]
     lines = [BEGIN,
              f"{len(ran)} of {len(programs)} programs ran under both frameworks; "
-             f"{len(within)} of them reached torch's metrics within the tolerance. "
-             f"Configuration: {'small' if args.smoke else 'full'}, {args.seeds} seed(s).", "",
-             "| program | kind | metric | torch | pullback | torch's spread | difference | "
-             "tolerance | within |", "|---|---|---|---|---|---|---|---|---|"]
+             f"{len(within)} of them reached torch's metrics within the tolerance "
+             f"({'small' if args.smoke else 'full'} configurations; means over the seeds).", "",
+             "| program | kind | seeds | metric | torch | pullback | torch's spread | difference "
+             "| tolerance | within |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         name = row["program"]
         link = f"[{name}]({BY_NAME[name].origin})" if BY_NAME[name].origin != "house" else name
         if "skipped" in row or "failed" in row:
             why = row.get("skipped") or "failed: " + row["failed"].strip().splitlines()[-1]
-            lines.append(f"| {link} | {BY_NAME[name].kind} | - | - | - | - | - | - | {why} |")
+            lines.append(f"| {link} | {BY_NAME[name].kind} | - | - | - | - | - | - | - | {why} |")
         elif row["metric"] != "seconds_per_run":
             lines.append(
-                f"| {link} | {row['kind']} | {row['metric']} | {row['torch']:.4g} | "
+                f"| {link} | {row['kind']} | {row['seeds']} | {row['metric']} | {row['torch']:.4g} | "
                 f"{row['pullback']:.4g} | {row['torch_spread']:.3g} | "
                 f"{row['difference']:+.3g} | {row['tolerance']:.3g} | "
                 f"{'yes' if row['within'] else '**no**'} |")
