@@ -1,6 +1,7 @@
 """Port a PyTorch script to pullback by changing only its imports, and run it.
 
-``python port.py SCRIPT [ARGS...]`` runs SCRIPT with ``import torch`` as ``import pullback as
+``python port.py SCRIPT [ARGS...]`` runs SCRIPT (with the other ``.py`` files of its folder,
+when it is a program of several files in a folder of its own) with ``import torch`` as ``import pullback as
 torch``, ``import torch.nn as nn`` as ``import pullback.nn as nn``, ``from torch.utils.data
 import X`` as ``from pullback.utils.data import X``, and so on; ``--torch`` runs it unchanged.
 No other line is touched: what the script needs beyond its imports, pullback must provide.
@@ -41,16 +42,24 @@ def main(argv: list[str]) -> None:
     use_torch = "--torch" in argv[:1]
     if use_torch:
         argv = argv[1:]
-    script, rest = Path(argv[0]), argv[1:]
+    script, rest = Path(argv[0]).resolve(), argv[1:]
     sys.argv = [str(script), *rest]
+    # The corpus's shared helpers (corpus_data.py: data sets, no torch) sit beside the programs.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     if use_torch:
+        sys.path.insert(0, str(script.parent))
         runpy.run_path(str(script), run_name="__main__")
         return
+    # A program of several files (a folder: main.py, model.py, a package) is ported whole.
+    program = script.parent if script.parent != Path(__file__).resolve().parent else None
+    sources = sorted(program.rglob("*.py")) if program is not None else [script]
     with tempfile.TemporaryDirectory() as folder:
-        ported = Path(folder) / script.name
-        ported.write_text(port(script.read_text()))
-        sys.path.insert(0, str(script.parent))
-        runpy.run_path(str(ported), run_name="__main__")
+        for source in sources:
+            target = Path(folder) / source.relative_to(script.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(port(source.read_text()))
+        sys.path.insert(0, folder)
+        runpy.run_path(str(Path(folder) / script.name), run_name="__main__")
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ EXTRA = [
          lambda r: [r.standard_normal((5, 2, 8)), r.standard_normal((4, 2, 8))]),
     Case("TransformerBlock", lambda m: m.TransformerBlock(8, 2, 16), normal(2, 5, 8)),
     Case("LoRALinear", lambda m: m.LoRALinear(4, 3, r=2), normal(5, 4)),
+    Case("DataParallel", lambda m: m.DataParallel(m.Linear(4, 3)), normal(5, 4)),
     Case("BCELoss", lambda m: m.BCELoss(), lambda r: [r.uniform(0.1, 0.9, (4,)),
                                                       r.integers(0, 2, (4,)).astype(float)]),
     Case("BCEWithLogitsLoss", lambda m: m.BCEWithLogitsLoss(pos_weight=pullback.ones(4) * 2),

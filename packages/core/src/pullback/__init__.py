@@ -65,6 +65,7 @@ from .errors import (  # noqa: E402
 from .registry import Op, get_op  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from ._sparse import sparse_coo_tensor, spmm  # noqa: E402 - computed densely
 from . import accelerator  # noqa: E402
 from .random_generator import Generator  # noqa: E402
 from ._cpu_parallel import get_num_threads, set_num_threads  # noqa: E402
@@ -101,7 +102,8 @@ _warnings.filterwarnings(
 
 # Subpackages that ``import pullback as torch`` code reaches as attributes (``torch.optim.SGD``,
 # ``torch.utils.data.DataLoader``) without importing them: imported on first use.
-_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", "random", *_SUBPACKAGES})
+_LAZY_SUBPACKAGES = frozenset({"utils", "onnx", "testing", "debug", "random", "distributions",
+                               "multiprocessing", *_SUBPACKAGES})
 
 
 def __getattr__(name: str) -> Any:

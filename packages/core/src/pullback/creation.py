@@ -125,7 +125,12 @@ def from_dlpack(obj: Any) -> Tensor:
     raise DTypeError(f"from_dlpack: no available backend for DLPack device type {dev_type}")
 
 
-def _shape(shape: Sequence[Any]) -> tuple[int, ...]:
+def _shape(shape: Sequence[Any], size: Any = None) -> tuple[int, ...]:
+    """The shape from ``f(2, 3)``, ``f((2, 3))`` or PyTorch's keyword ``f(size=(2, 3))``."""
+    if size is not None:
+        if shape:
+            raise TypeError("pass the shape as sizes or as size=, not both")
+        shape = (size,)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     sizes = tuple(int(s) for s in shape)
@@ -144,19 +149,25 @@ def _make(fill: Any, shape: tuple[int, ...], dtype: Any, device: Any, requires_g
     return t
 
 
-def zeros(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _make(lambda xp, s, d: xp.zeros(s, dtype=d), _shape(shape), dtype, device, requires_grad)
+    return _make(lambda xp, s, d: xp.zeros(s, dtype=d), _shape(shape, size), dtype, device,
+                 requires_grad)
 
 
-def ones(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _make(lambda xp, s, d: xp.ones(s, dtype=d), _shape(shape), dtype, device, requires_grad)
+    return _make(lambda xp, s, d: xp.ones(s, dtype=d), _shape(shape, size), dtype, device,
+                 requires_grad)
 
 
-def empty(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     """An uninitialized tensor."""
-    return _make(lambda xp, s, d: xp.empty(s, dtype=d), _shape(shape), dtype, device, requires_grad)
+    return _make(lambda xp, s, d: xp.empty(s, dtype=d), _shape(shape, size), dtype, device,
+                 requires_grad)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None,
@@ -281,18 +292,18 @@ def _random(sample: Any, shape: tuple[int, ...], dtype: Any, device: Any,
     return t
 
 
-def rand(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         generator: Any = None) -> Tensor:
+def rand(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Uniform samples in [0, 1)."""
-    return _random(lambda g, s, d: g.random(s, dtype=d), _shape(shape), dtype, device,
+    return _random(lambda g, s, d: g.random(s, dtype=d), _shape(shape, size), dtype, device,
                    requires_grad, generator)
 
 
-def randn(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          generator: Any = None) -> Tensor:
+def randn(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Standard normal samples."""
-    return _random(lambda g, s, d: g.standard_normal(s, dtype=d), _shape(shape), dtype, device,
-                   requires_grad, generator)
+    return _random(lambda g, s, d: g.standard_normal(s, dtype=d), _shape(shape, size), dtype,
+                   device, requires_grad, generator)
 
 
 def normal(mean: float = 0.0, std: float = 1.0, size: Any = (), dtype: Any = None,

@@ -40,6 +40,10 @@ from .backends import Device
 from .errors import CheckpointError, DeviceError
 from .tensor import Tensor
 
+# torch.serialization's names; to_data/from_data serve pullback.multiprocessing.
+__all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load", "safe_globals",
+           "save"]
+
 FORMAT_KEY = "pullback.format"
 STRUCTURE_KEY = "pullback.structure"
 FORMAT_VERSION = "1"

@@ -438,6 +438,22 @@ class Tensor(DeviceQueries):
         raise TypeError("pullback tensors are not pickled; save them with pullback.save (or "
                         "send them to other processes with pullback.multiprocessing)")
 
+    def to_sparse(self, *args: Any, **kwargs: Any) -> Tensor:
+        """PyTorch's sparse COO layout, computed densely: a differentiable copy of the same
+        values (see :mod:`pullback._sparse`)."""
+        from ._sparse import to_sparse
+
+        return to_sparse(self, *args, **kwargs)
+
+    def to_dense(self, *args: Any, **kwargs: Any) -> Tensor:
+        """The tensor itself: pullback's tensors are dense (see :mod:`pullback._sparse`)."""
+        return self
+
+    @property
+    def is_sparse(self) -> builtins.bool:
+        """False: pullback stores every tensor dense, ``to_sparse()`` ones included."""
+        return False
+
     def share_memory_(self) -> Tensor:
         """Move this tensor's memory into shared memory, as PyTorch: processes started
         afterwards (``fork`` or ``spawn``), and tensors sent through ``Queue``, then see and

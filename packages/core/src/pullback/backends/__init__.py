@@ -252,7 +252,11 @@ class Device:
     def __hash__(self) -> int:
         return hash((self.type, self.index))
 
-    def __reduce__(self) -> Any:  # pragma: no cover - pickling is not supported on purpose
+    def __reduce__(self) -> Any:
+        from ..multiprocessing._reductions import spawning
+
+        if spawning():  # an argument of a process being started: its spec, a string
+            return Device, (str(self),)
         raise TypeError("pullback objects are not pickled; use pullback.save (safetensors)")
 
 

@@ -38,7 +38,7 @@ from ._spawn import (
 )
 
 __all__ = [
-    "ProcessContext", "ProcessException", "ProcessExitedException", "ProcessRaisedException",
+    "ProcessContext", "ProcessExitedException", "ProcessRaisedException",
     "get_all_sharing_strategies", "get_sharing_strategy", "set_sharing_strategy", "spawn",
     "start_processes", *multiprocessing.__all__,
 ]

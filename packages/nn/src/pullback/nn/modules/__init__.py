@@ -78,3 +78,9 @@ __all__ = [
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer",
 ]
+
+# Every torch.nn.modules.<name> path is also an attribute after ``import torch.nn`` (PyTorch's
+# package imports them all; word_language_model names torch.nn.modules.container.ModuleList).
+from . import (  # noqa: E402, F401
+    batchnorm, channelshuffle, container, flatten, instancenorm, module, rnn_cells, utils,
+)

@@ -16,7 +16,7 @@ from .. import init
 from ..functional.attention import attention_weights, mask_to_bias
 from ..module import Module
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 
 
 class MultiheadAttention(Module):
@@ -70,7 +70,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(pullback.empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
             self.bias_k = Parameter(pullback.empty(1, 1, embed_dim, **kw))
             self.bias_v = Parameter(pullback.empty(1, 1, embed_dim, **kw))

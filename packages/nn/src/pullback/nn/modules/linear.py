@@ -1,4 +1,5 @@
-"""Linear layers: ``Linear`` and ``Bilinear`` (PyTorch's initialization)."""
+"""Linear layers: ``Linear``, ``NonDynamicallyQuantizableLinear`` and ``Bilinear`` (PyTorch's
+initialization)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,12 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under PyTorch's name for ``MultiheadAttention.out_proj`` (PyTorch keeps it
+    out of dynamic quantization; here it is only the class name that programs and whole-model
+    files refer to, e.g. in ``torch.serialization.safe_globals([...])``)."""
 
 
 class Bilinear(Module):
