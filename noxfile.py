@@ -33,14 +33,6 @@ ORACLE_PYTHON = "3.11"
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
 
-def _data_env() -> dict[str, str]:
-    """$PULLBACK_DATA for test runs: as given, else the shared data folder beside the checkout
-    when it exists (the GPT tests read TinyShakespeare through it and never download)."""
-    if "PULLBACK_DATA" in os.environ:
-        return {"PULLBACK_DATA": os.environ["PULLBACK_DATA"]}
-    shared = ROOT.parent / "shared" / "data"
-    return {"PULLBACK_DATA": str(shared)} if shared.is_dir() else {}
-
 nox.options.sessions = ["tests"]
 
 
@@ -150,16 +142,14 @@ def tests(session: nox.Session) -> None:
     # limit. pytest-xdist is a runner, not a test dependency, so it is installed here and not
     # listed in requirements-dev.txt; a -n in the posargs comes later and wins.
     session.install("pytest-xdist>=3.5")
-    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs,
-                env=_data_env())
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 
 def _tests_session(folder: str) -> None:
     def run_tests(session: nox.Session) -> None:
         session.install(*_editable(_with_dependencies(folder, tests=True)))
         _install_unpinned_oracles(session, folder)
-        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs,
-                    env=_data_env())
+        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs)
 
     run_tests.__doc__ = f"{PACKAGES[folder].name}'s tests; it and its dependencies editable."
     nox.session(name=f"tests-{folder}", python=PYTHONS)(run_tests)
@@ -199,8 +189,7 @@ def _isolated_session(folder: str) -> None:
         session.run("python", "-m", "pip", "check")
         _install_unpinned_oracles(session, folder)  # after the check, which they would fail
         session.run("python", "-c", _CHECK_INSTALLED, *(PACKAGES[f].name for f in needed))
-        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs,
-                    env=_data_env())
+        session.run("python", "-m", "pytest", f"packages/{folder}/tests", *session.posargs)
 
     run_isolated.__doc__ = f"{PACKAGES[folder].name} alone, from its wheel (and its dependencies')."
     nox.session(name=f"isolated-{folder}", python=ORACLE_PYTHON)(run_isolated)

@@ -28,6 +28,19 @@ def digits(size: int = 28) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return x[:1500], y[:1500], x[1500:], y[1500:]
 
 
+def tinyshakespeare() -> str:
+    """TinyShakespeare, from the copy pullback-gpt ships (its gzip file read directly: the
+    torch run does not import pullback)."""
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.find_spec("pullback.gpt")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("TinyShakespeare comes from pullback-gpt, which is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return gzip.decompress((folder / "tinyshakespeare.txt.gz").read_bytes()).decode("utf-8")
+
+
 def text() -> str:
     """About 43 KB of English: the descriptions of scikit-learn's bundled data sets (present
     wherever scikit-learn is), joined in name order."""

@@ -1,29 +1,25 @@
 """A character-level LSTM language model on TinyShakespeare, written for PyTorch.
 
-The text is read from $PULLBACK_DATA/tinyshakespeare/input.txt (or --data)."""
+The text is TinyShakespeare (corpus_data's, from the copy pullback-gpt ships; or --data)."""
 
 import argparse
 import json
 import math
-import os
-import sys
 
 import torch
 import torch.nn as nn
+
+import corpus_data
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=400)
 parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--chars", type=int, default=300_000)
-parser.add_argument("--data", default=os.path.join(os.environ.get("PULLBACK_DATA", "data"),
-                                                   "tinyshakespeare", "input.txt"))
+parser.add_argument("--data", default=None, help="a text file (default: TinyShakespeare)")
 args = parser.parse_args()
-if not os.path.exists(args.data):
-    print(f"no text at {args.data}: set PULLBACK_DATA or pass --data", file=sys.stderr)
-    sys.exit(2)
 
 torch.manual_seed(args.seed)
-text = open(args.data).read()[:args.chars]
+text = (open(args.data).read() if args.data else corpus_data.tinyshakespeare())[:args.chars]
 vocab = sorted(set(text))
 index = {c: i for i, c in enumerate(vocab)}
 data = torch.LongTensor([index[c] for c in text])

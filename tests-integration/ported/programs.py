@@ -60,7 +60,7 @@ PROGRAMS: list[Program] = [
             relative={"test_loss": 0.0093}),
     Program("lstm_lm", "language", "house", (Step(
         "lstm_lm.py", ("--steps", "30", "--chars", "30000")),), relative={"val_loss": 0.06},
-        needs=("sklearn", "$PULLBACK_DATA/tinyshakespeare/input.txt")),
+        needs=()),
     # -- reproductions of open-source programs ---------------------------------------------------
     Program("mnist", "vision", EXAMPLES + "mnist", (Step(
         "mnist.py", ("--epochs", "1", "--train-size", "384", "--test-batch-size", "297"),

@@ -373,6 +373,12 @@ def test_the_tensor_class_refuses_a_bare_number_as_torch_does() -> None:
         torch.Tensor(3.5)
 
 
+def test_the_tensor_class_takes_pullbacks_keywords_and_refuses_others() -> None:
+    assert pb.Tensor([1, 2], dtype=pb.float64, requires_grad=True).dtype == pb.float64
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        pb.Tensor([1], colour="red")
+
+
 @pytest.mark.parametrize("program", ["t = M.zeros(3); t[1].add_(5)",
                                      "t = M.zeros(2, 3); t[1, 2].fill_(7)",
                                      "t = M.zeros(2, 3); t[0][1].copy_(M.tensor(4.0))",

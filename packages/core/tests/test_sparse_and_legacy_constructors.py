@@ -60,21 +60,6 @@ def test_bad_indices_are_a_shape_error() -> None:
         pullback.sparse_coo_tensor([[0, 1]], [1.0], (2,))
 
 
-@pytest.mark.parametrize("args", [(3,), (2, 3), (2, 1, 3), ()])
-def test_the_legacy_tensor_constructor_of_sizes(args) -> None:
-    ours, theirs = pullback.Tensor(*args), torch.Tensor(*args)
-    assert ours.shape == tuple(theirs.shape) and ours.dtype == pullback.float32
-
-
-def test_tensor_of_data_is_float_as_torchs() -> None:
-    ours, theirs = pullback.Tensor([1, 2]), torch.Tensor([1, 2])
-    assert ours.dtype == pullback.float32 and theirs.dtype == torch.float32
-    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-    assert pullback.Tensor([1, 2], pullback.float64).dtype == pullback.float64
-    with pytest.raises(TypeError, match="unexpected keywords"):
-        pullback.Tensor([1], colour="red")
-
-
 @pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
 def test_creation_takes_size_as_a_keyword(name: str) -> None:
     ours = getattr(pullback, name)(size=(2, 3))
