@@ -51,6 +51,9 @@ EXTRAS: dict[str, tuple[set[str], str]] = {
                            "save_checkpoint"},
                           "pullback-distributed's package (DDP and the sampler are also at "
                           "PyTorch's paths)"),
+    "torch.fx": ({"TraceError", "__version__"},
+                 "TraceError is torch.fx.proxy's (pullback.fx.proxy has it too); pullback-fx's "
+                 "version"),
     "torch.func": ({"FuncError", "MissingRuleError", "VmapError", "VmapFallbackWarning",
                     "loop_fallback"}, "pullback-vmap-dp's errors and its loop fallback"),
     "torch.linalg": ({"EighResult", "LstsqResult", "QRResult", "SVDResult", "SlogdetResult"},

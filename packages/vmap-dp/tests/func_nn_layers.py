@@ -15,6 +15,7 @@ import numpy as np
 
 import pullback
 import pullback.nn as nn
+from pullback.nn.modules.linear import NonDynamicallyQuantizableLinear
 
 Maker = Callable[[np.random.Generator], Any]
 
@@ -156,6 +157,8 @@ LAYERS: dict[str, tuple[Callable[[], Any], list[Maker]]] = {
     "Softmax2d": (nn.Softmax2d, [_f(1, 3, 2, 2)]),
     "LogSoftmax": (lambda: nn.LogSoftmax(dim=1), [_f(2, 5)]),
     # attention and transformers
+    "NonDynamicallyQuantizableLinear": (lambda: NonDynamicallyQuantizableLinear(5, 3),
+                                        [_f(2, 5)]),
     "MultiheadAttention": (lambda: nn.MultiheadAttention(4, 2, batch_first=True),
                            [_f(1, 3, 4), _f(1, 5, 4), _f(1, 5, 4)]),
     "TransformerBlock": (lambda: nn.TransformerBlock(4, 2, dim_feedforward=8, dropout=0.0),

@@ -41,6 +41,11 @@ def _eager(node: Node, device: str) -> Callable[..., Any]:
     return lambda *args: kernel(*args, **attrs)
 
 
+def _product() -> Callable[[Any, Any], Any]:
+    """The CPU kernel of ``matmul``: the GEMM provider's product, which eager's kernels call."""
+    return get_op("matmul").kernel_for("cpu")
+
+
 def lower_conv2d(node: Node, device: str) -> Callable[..., Any]:
     """``nn.conv2d``: the eager kernel's columns (im2col) and product, with the windows' view
     built from sizes fixed when the program is built."""
@@ -49,6 +54,10 @@ def lower_conv2d(node: Node, device: str) -> Callable[..., Any]:
     if device != "cpu" or x.dtype not in _FLOATS or x.ndim != 4:
         return eager
     attrs = node.attrs
+    from pullback.nn._ops._native_conv import runs_per_image
+
+    if runs_per_image(x.dtype, int(attrs.get("groups", 1))):
+        return eager  # eager's kernel is one GEMM per image, not the columns below
     n, c, height, width = x.shape
     o, groups = w.shape[0], int(attrs.get("groups", 1))
     kernel, out_hw = tuple(w.shape[2:]), tuple(node.output.shape[2:])
@@ -65,6 +74,7 @@ def lower_conv2d(node: Node, device: str) -> Callable[..., Any]:
     w_shape, y_shape = (groups, o // groups, -1), (n, o) + out_hw
     static = (tuple(x.shape), x.dtype)
     padding = top or bottom or left or right
+    matmul = _product()
 
     def conv(x: Any, w: Any, b: Any) -> Any:
         if x.__class__ is not np.ndarray or (x.shape, x.dtype) != static or w.dtype != x.dtype:
@@ -76,7 +86,7 @@ def lower_conv2d(node: Node, device: str) -> Callable[..., Any]:
             source = np.ascontiguousarray(x)
         windows = np.ndarray(window_shape, x.dtype, buffer=source, strides=window_strides)
         cols = np.ascontiguousarray(windows).reshape(cols_shape)
-        y = np.matmul(w.reshape(w_shape), cols).reshape(y_shape)
+        y = matmul(w.reshape(w_shape), cols).reshape(y_shape)
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
         return y, (cols,)
@@ -120,11 +130,12 @@ def lower_linear(node: Node, device: str) -> Callable[..., Any]:
     if device != "cpu" or x.dtype not in _FLOATS or x.ndim != 2 or w.dtype != x.dtype:
         return eager
     static = (tuple(x.shape), x.dtype)
+    matmul = _product()
 
     def linear(x: Any, w: Any, b: Any) -> Any:
         if x.__class__ is not np.ndarray or (x.shape, x.dtype) != static or w.dtype != x.dtype:
             return eager(x, w, b)
-        y = np.matmul(x, w.T)
+        y = matmul(x, w.T)
         if b is not None:
             y += b
         return y

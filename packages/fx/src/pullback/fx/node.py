@@ -18,8 +18,9 @@ reads it (``users``). The six kinds of ``op``:
 
 from __future__ import annotations
 
+import collections.abc
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from .immutable_collections import immutable_dict, immutable_list
 
@@ -28,8 +29,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Argument", "Node", "Target", "has_side_effect", "map_aggregate", "map_arg"]
 
-Target = Union[Callable[..., Any], str]
-Argument = Any  # a Node, a number, a string, None, a slice, or a tuple/list/dict of Arguments
+# torch.fx's aliases, spelled as torch spells them (``Target`` a ``|`` union, ``Argument`` an
+# Optional): code that inspects them sees the same kinds of object.
+Target = collections.abc.Callable[..., Any] | str
+Argument = Optional[Union[tuple["Argument", ...], collections.abc.Sequence["Argument"],
+                          collections.abc.Mapping[str, "Argument"], slice, range, "Node", str,
+                          int, float, bool, complex]]  # a Node, a number, ... or containers
 
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
 _STRING_TARGETS = {"placeholder", "get_attr", "call_method", "call_module", "output"}

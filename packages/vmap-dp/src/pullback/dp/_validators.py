@@ -16,6 +16,7 @@ import math
 from typing import Callable
 
 from pullback import nn
+from pullback.nn.modules.linear import NonDynamicallyQuantizableLinear
 from pullback.optim._registry import Registry
 
 from ._errors import ModuleIssue, UnsupportedModuleError
@@ -136,9 +137,11 @@ def check_instance_norm(path: str, module: nn.Module) -> list[ModuleIssue]:
         "construct it with track_running_stats=False (the default), or use GroupNorm.")]
 
 
-for _layer in (nn.Linear, nn.Bilinear, nn.LoRALinear, nn.Conv1d, nn.Conv2d, nn.Conv3d,
-               nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Embedding,
-               nn.EmbeddingBag, nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.MultiheadAttention,
+# NonDynamicallyQuantizableLinear: MultiheadAttention's out_proj, a Linear by another name (as
+# in PyTorch).
+for _layer in (nn.Linear, NonDynamicallyQuantizableLinear, nn.Bilinear, nn.LoRALinear,
+               nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+               nn.ConvTranspose3d, nn.Embedding, nn.EmbeddingBag, nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.MultiheadAttention,
                nn.PReLU, nn.RNNCell, nn.LSTMCell, nn.GRUCell, *_RECURRENT, *_INSTANCE_NORMS):
     register_per_sample_layer(_layer)
 

@@ -68,6 +68,14 @@ def _covers(groups: int, *arrays: Any) -> tuple[Any, ...] | None:
     return found
 
 
+def runs_per_image(dtype: Any, groups: int) -> bool:
+    """Whether a 2-d convolution of ``dtype`` with ``groups`` runs here (one GEMM per image)
+    rather than as the op's batched im2col: what a compiled program's own lowering of the op
+    must know to give eager's bits."""
+    return (np.dtype(dtype) == np.float32 and groups == 1 and _sgemm() is not None
+            and _native._function("conv_forward_f32", 5, 16, source="im2col") is not None)
+
+
 def conv2d(x: Any, w: Any, out_hw: Sizes, stride: Sizes, padding: PaddingNd, dilation: Sizes,
            groups: int) -> Any:
     """The convolution (N, O, Ho, Wo) of ``x`` by ``w``, without bias, or ``NotImplemented``."""
