@@ -141,8 +141,9 @@ def check_instance_norm(path: str, module: nn.Module) -> list[ModuleIssue]:
 # in PyTorch).
 for _layer in (nn.Linear, NonDynamicallyQuantizableLinear, nn.Bilinear, nn.LoRALinear,
                nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
-               nn.ConvTranspose3d, nn.Embedding, nn.EmbeddingBag, nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.MultiheadAttention,
-               nn.PReLU, nn.RNNCell, nn.LSTMCell, nn.GRUCell, *_RECURRENT, *_INSTANCE_NORMS):
+               nn.ConvTranspose3d, nn.Embedding, nn.EmbeddingBag, nn.LayerNorm, nn.RMSNorm,
+               nn.GroupNorm, nn.MultiheadAttention, nn.PReLU, nn.RNNCell, nn.LSTMCell,
+               nn.GRUCell, *_RECURRENT, *_INSTANCE_NORMS):
     register_per_sample_layer(_layer)
 
 
