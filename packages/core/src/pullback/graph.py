@@ -6,11 +6,23 @@ so a graph holds no reference cycle and is freed as soon as its last output Tens
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable
 
 from .registry import Op
 from .errors import AutogradError
 from .tensor import INFERENCE_VERSION, Tensor
+
+
+# Creation order of graph nodes, shared by every thread (``next`` on a count is atomic).
+next_node_seq = itertools.count().__next__
+
+
+def _inference_tensor_error(op: Op) -> AutogradError:
+    return AutogradError(
+        f"op '{op.name}': an inference tensor (made under inference_mode) cannot be saved for "
+        "backward; make it outside inference_mode or clone() it"
+    )
 
 
 class Node:
@@ -32,11 +44,14 @@ class Node:
         hooks: gradient hooks registered on the output Tensor (non-leaf ``register_hook``).
         retained: weak reference to the output Tensor when ``retain_grad()`` was called.
         meta: free slot for modes (the anomaly mode keeps the creation stack here).
+        seq: the node's place in the order of creation: a node's inputs were made by older
+            nodes, so the engine runs nodes from the newest to the oldest (as PyTorch's
+            sequence numbers).
     """
 
     __slots__ = (
         "op", "args", "arrays", "attrs", "out_data", "saved", "device", "edges", "versions",
-        "hooks", "retained", "meta", "__weakref__",
+        "hooks", "retained", "meta", "seq", "__weakref__",
     )
     op: Op
     args: tuple[Any, ...] | None
@@ -50,6 +65,7 @@ class Node:
     hooks: list[Callable[..., Any]] | None
     retained: Any
     meta: Any
+    seq: int
 
     def __init__(
         self,
@@ -68,23 +84,27 @@ class Node:
         self.attrs = attrs
         self.out_data = out_data
         self.saved = saved
-        self.hooks = None
-        self.retained = None
-        self.meta = None
+        self.hooks = self.retained = self.meta = None
+        self.seq = next_node_seq()
+        # One loop per case (this runs for every recorded op): inputs whose values the rule
+        # reads have their version counters checked at backward time.
         edges: list[Any] = []
-        versions: list[tuple[list[Any], Any]] | None = [] if op.save_inputs else None
-        for a in args:
-            if not isinstance(a, Tensor):
-                edges.append(None)
-                continue
-            if versions is not None:
-                if a._version is INFERENCE_VERSION:
-                    raise AutogradError(
-                        f"op '{op.name}': an inference tensor (made under inference_mode) "
-                        "cannot be saved for backward; make it outside inference_mode or clone() it"
-                    )
-                versions.append((a._version, a._version[0]))
-            edges.append((a._node or a) if a._requires_grad else None)
+        if op.save_inputs:
+            versions: list[tuple[list[Any], Any]] | None = []
+            for a in args:
+                if isinstance(a, Tensor):
+                    version = a._version
+                    if version is INFERENCE_VERSION:
+                        raise _inference_tensor_error(op)
+                    versions.append((version, version[0]))  # type: ignore[union-attr]
+                    edges.append((a._node or a) if a._requires_grad else None)
+                else:
+                    edges.append(None)
+        else:
+            versions = None
+            for a in args:
+                edges.append((a._node or a) if isinstance(a, Tensor) and a._requires_grad
+                             else None)
         self.edges = edges
         self.versions = versions
 

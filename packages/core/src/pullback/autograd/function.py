@@ -30,7 +30,7 @@ from ..dispatch import state
 from ..dtypes import is_floating
 from ..errors import AutogradError
 from ..tensor import INFERENCE_VERSION, Tensor
-from ..graph import OutputSlot
+from ..graph import OutputSlot, next_node_seq
 
 
 class FunctionCtx:
@@ -110,7 +110,7 @@ class FunctionNode:
 
     __slots__ = (
         "fn", "ctx", "args", "edges", "device", "n_outputs", "out_meta", "versions", "meta",
-        "output_hooks", "output_retained", "__weakref__",
+        "output_hooks", "output_retained", "seq", "__weakref__",
     )
     fn: type[Function]
     ctx: FunctionCtx | None  # None (like args and edges) once backward released the node
@@ -123,6 +123,7 @@ class FunctionNode:
     meta: Any
     output_hooks: dict[int, Any]
     output_retained: dict[int, Any]
+    seq: int  # creation order, as Node.seq
 
     def __init__(self, fn: type[Function], ctx: FunctionCtx, args: tuple[Any, ...],
                  outs: tuple[Any, ...], device: Any) -> None:
@@ -141,6 +142,7 @@ class FunctionNode:
         ]
         self.versions = None
         self.meta = None
+        self.seq = next_node_seq()
 
     @property
     def name(self) -> str:
