@@ -30,7 +30,7 @@ from ..dispatch import state
 from ..dtypes import is_floating
 from ..errors import AutogradError
 from ..tensor import INFERENCE_VERSION, Tensor
-from ..graph import OutputSlot, next_node_seq
+from ..graph import OutputSlot, check_saved_versions, next_node_seq
 
 
 class FunctionCtx:
@@ -119,7 +119,7 @@ class FunctionNode:
     device: Any
     n_outputs: int
     out_meta: list[tuple[tuple[int, ...], Any, Any] | None]
-    versions: list[tuple[list[Any], Any]] | None
+    versions: list[Any] | None  # flat [counter, value, ...], as Node.versions
     meta: Any
     output_hooks: dict[int, Any]
     output_retained: dict[int, Any]
@@ -164,12 +164,7 @@ class FunctionNode:
         from ..creation import zeros
 
         if self.versions:
-            for counter, value in self.versions:
-                if counter[0] != value:
-                    raise AutogradError(
-                        f"a tensor saved by {self.name} for backward was modified in place "
-                        f"afterwards (version {counter[0]}, expected {value})"
-                    )
+            check_saved_versions(self)
         ctx, args = self.ctx, self.args
         assert ctx is not None and args is not None, "the engine runs only unreleased nodes"
         wrapped = []
@@ -270,7 +265,7 @@ class Function:
             if t is not None:
                 if t._version is INFERENCE_VERSION:
                     raise AutogradError(f"{cls.__name__}: inference tensors cannot be saved for backward")
-                versions.append((t._version, t._version[0]))
+                versions += (t._version, t._version[0])
             saved.append(t)
         ctx._saved = tuple(saved)
         node.versions = versions
