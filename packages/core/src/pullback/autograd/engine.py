@@ -9,9 +9,11 @@ with first-order semantics: the mode sees each op, and no graph of the backward 
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
 from heapq import heappop, heappush
+from operator import is_not
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -287,7 +289,6 @@ def run_backward(
                 F = raw_namespace(F_device.type)
             is_op_node = node.__class__ is Node
             edges = node.edges
-            accumulate_into: Any = None
             in_grads: tuple[Any, ...]
             ins: Sequence[Any]
             if modes:
@@ -301,14 +302,10 @@ def run_backward(
                     if not _feeds(node, reach, wanted_leaves):
                         continue
                 op = node.op
-                if in_place:
-                    accumulate_into = op._accumulate_into
-                target = (grads.get(node.edges[0]) if accumulate_into is not None
-                          and node.edges[0].__class__ is Node else None)
-                if target is not None and id(target) in owned:
-                    accumulate_into(target, g, **node.attrs)
-                    # nothing left to send; the node is released below
-                    edges, in_grads, ins = (), (), ()
+                accumulate_into = op._accumulate_into if in_place else None
+                if accumulate_into is not None and _added_in_place(accumulate_into, node, g,
+                                                                   grads, owned):
+                    edges = in_grads = ins = ()  # nothing left to send; released below
                 elif raw:  # the first-order rule on raw arrays (_run_rule's case, inlined)
                     rule = op._grad
                     if rule is None:
@@ -319,7 +316,8 @@ def run_backward(
                     if node.saved is not None:
                         kwargs = {**kwargs, "saved": node.saved}
                     if op._grad_wants_needs:
-                        kwargs = {**kwargs, "needs": _needs(node, reach, wanted_leaves)}
+                        kwargs = {**kwargs, "needs": tuple(map(is_not, edges, _NONES))
+                                  if reach is None else _needs(node, reach, wanted_leaves)}
                     ins = node.arrays  # type: ignore[assignment]  # not None: checked above
                     in_grads = rule(F, g, node.out_data, *ins, **kwargs)
                     if in_grads.__class__ is not tuple:  # the count: zip(strict=True) below
@@ -338,6 +336,7 @@ def run_backward(
                 if reach is not None and not _feeds(node, reach, wanted_leaves):
                     continue
                 in_grads, ins = node.run_backward(g, on_tensors, _needs(node, reach, wanted_leaves))
+                accumulate_into = None
             try:
                 for edge, gi, x in zip(edges, in_grads, ins, strict=True):
                     if edge is None or gi is None:
@@ -423,10 +422,13 @@ def _fit_shape(F: Any, node: Any, gi: Any, x: Any) -> Any:
         ) from exc
 
 
+_NONES = itertools.repeat(None)
+
+
 def _needs(node: Any, reach: set[Any] | None, wanted_leaves: set[int]) -> tuple[bool, ...]:
     """Per input of ``node``, whether its gradient is wanted."""
     if reach is None:
-        return tuple([e is not None for e in node.edges])  # a list: faster than a generator
+        return tuple(map(is_not, node.edges, _NONES))  # a C loop: `e is not None` per edge
     return tuple(
         e is not None
         and ((id(e) in wanted_leaves) if isinstance(e, Tensor) else _owner(e) in reach)
@@ -466,6 +468,18 @@ def _run_rule(
     if result.__class__ is not tuple or len(result) != len(ins):
         raise _wrong_count(op, result, ins)
     return result, ins
+
+
+def _added_in_place(accumulate_into: Callable[..., Any], node: Node, g: Any,
+                    grads: dict[Any, Any], owned: set[int]) -> bool:
+    """For a slice op (an ``accumulate_into`` rule): when the gradient buffer of the sliced
+    tensor is the engine's own (``owned``), add ``g`` into its slice in place and say so."""
+    edge = node.edges[0]  # type: ignore[index]
+    target = grads.get(edge) if edge.__class__ is Node else None
+    if target is None or id(target) not in owned:
+        return False
+    accumulate_into(target, g, **node.attrs)
+    return True
 
 
 def _no_grad_rule(op: Any) -> AutogradError:
