@@ -104,23 +104,25 @@ def parallel_elementwise(kernel: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _parallel_ufunc(kernel: Callable[..., Any], ufunc: Any) -> Callable[..., Any]:
-    """The runner of a one-ufunc kernel; on small arrays it is one check and the ufunc itself
-    (this is every ``x + y`` of the per-op overhead benchmark)."""
+    """The runner of a one-ufunc kernel. On small arrays it is a few checks and the ufunc
+    itself (this is every ``x + y`` of the per-op overhead benchmark): one- and two-operand
+    ufuncs get runners of fixed arity, whose checks cost half of a loop over ``*arrays``."""
 
     threshold = MIN_PARALLEL_ELEMENTS if ufunc in _COSTLY_UFUNCS else MIN_PARALLEL_CHEAP
+    ndarray = np.ndarray
 
     def run(*arrays: Any) -> Any:
-        big = False
+        big = number = False
         for a in arrays:
-            if a.__class__ is not np.ndarray:
-                # A Python number: the kernel applies its promotion rules (bfloat16's weak
-                # scalars); large arrays still go through the blocked path.
-                big = _any_big(arrays, threshold)
-                return _blocked(kernel, arrays, {}) if big else kernel(*arrays)
-            if a.size >= threshold:
+            if a.__class__ is not ndarray:
+                number = True  # a Python number: the kernel applies its promotion rules
+            elif a.size >= threshold:
                 big = True
         if not big or _threads == 1:
-            return ufunc(*arrays)
+            # the ufunc itself where no promotion rule applies (bfloat16's weak scalars)
+            return kernel(*arrays) if number else ufunc(*arrays)
+        if number:
+            return _blocked(kernel, arrays, {})
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         if len(shape) == 0 or shape[0] < 2:
             return ufunc(*arrays)
@@ -133,12 +135,30 @@ def _parallel_ufunc(kernel: Callable[..., Any], ufunc: Any) -> Callable[..., Any
         run_split(rows_into_out, rows)
         return out
 
-    run.__wrapped__ = kernel  # type: ignore[attr-defined]
-    return run
+    def run_unary(x: Any) -> Any:
+        if x.__class__ is ndarray and x.size < threshold:
+            return ufunc(x)
+        return run(x)
 
+    def run_binary(x: Any, y: Any) -> Any:
+        if x.__class__ is ndarray:
+            if y.__class__ is ndarray:
+                if x.size < threshold and y.size < threshold:
+                    return ufunc(x, y)
+            elif x.size < threshold:
+                return kernel(x, y)
+        elif y.__class__ is ndarray and y.size < threshold:
+            return kernel(x, y)
+        return run(x, y)
 
-def _any_big(arrays: tuple[Any, ...], threshold: int) -> bool:
-    return any(a.__class__ is np.ndarray and a.size >= threshold for a in arrays)
+    if ufunc.nin == 2:
+        runner = run_binary
+    elif ufunc.nin == 1 and kernel is ufunc:
+        runner = run_unary
+    else:
+        runner = run
+    runner.__wrapped__ = kernel  # type: ignore[attr-defined]
+    return runner
 
 
 def _blocked(kernel: Callable[..., Any], arrays: tuple[Any, ...], attrs: dict[str, Any]) -> Any:

@@ -17,7 +17,7 @@ import threading
 from typing import Any, Callable
 
 from ._operands import OPERAND_CLASSES, is_operand, operand_type_error
-from .graph import Node
+from .graph import Node, inference_tensor_error, next_node_seq
 from .errors import DeviceError, PullbackError
 from .registry import OPS, Op
 from .tensor import INFERENCE_VERSION, Tensor
@@ -282,7 +282,38 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         and op.differentiable
         and out.dtype.kind in _GRAD_KINDS
     ):
-        t._node = Node(op, args, arrays, attrs, out if op.save_output else None, saved, device)
+        # The graph node, its slots filled here (see Node): inputs whose values the rule reads
+        # have their version counters checked at backward time (check_saved_versions).
+        node = _new_object(Node)
+        node.op = op
+        node.args = args
+        node.arrays = arrays
+        node.attrs = attrs
+        node.out_data = out if op.save_output else None
+        node.saved = saved
+        node.device = device
+        node.extra = None
+        node.seq = next_node_seq()
+        edges: list[Any] = []
+        if op.save_inputs:
+            versions: list[Any] | None = []
+            for a in args:
+                if isinstance(a, Tensor):
+                    version = a._version
+                    if version is INFERENCE_VERSION:
+                        raise inference_tensor_error(op)
+                    versions += (version, version[0])  # type: ignore[operator]
+                    edges.append((a._node or a) if a._requires_grad else None)
+                else:
+                    edges.append(None)
+        else:
+            versions = None
+            for a in args:
+                edges.append((a._node or a) if isinstance(a, Tensor) and a._requires_grad
+                             else None)
+        node.edges = edges
+        node.versions = versions
+        t._node = node
         t._requires_grad = True
     else:
         t._node = None

@@ -6,15 +6,48 @@ so a graph holds no reference cycle and is freed as soon as its last output Tens
 
 from __future__ import annotations
 
+import itertools
+import operator
 from typing import Any, Callable
 
 from .registry import Op
 from .errors import AutogradError
-from .tensor import INFERENCE_VERSION, Tensor
+
+
+# Creation order of graph nodes, shared by every thread (``next`` on a count is atomic).
+next_node_seq = itertools.count().__next__
+_current = operator.itemgetter(0)
+
+
+def inference_tensor_error(op: Op) -> AutogradError:
+    """The error for an inference tensor that ``op`` would save for backward."""
+    return AutogradError(
+        f"op '{op.name}': an inference tensor (made under inference_mode) cannot be saved for "
+        "backward; make it outside inference_mode or clone() it"
+    )
+
+
+def check_saved_versions(node: Any) -> None:
+    """Refuse a backward through ``node`` (a :class:`Node` or a Function's node) if a tensor it
+    saved was modified in place since it was recorded (its flat ``versions`` list)."""
+    versions = node.versions
+    # The counters' values now against those recorded, compared by C loops (this runs for
+    # every node that saved its inputs).
+    if list(map(_current, versions[::2])) == versions[1::2]:
+        return
+    for counter, value in zip(versions[::2], versions[1::2]):
+        if counter[0] != value:
+            saved_by = node.name if node.op is None else f"op '{node.name}'"
+            raise AutogradError(
+                f"a tensor saved by {saved_by} for backward was modified in place afterwards "
+                f"(its version is {counter[0]}, expected {value}); use an out-of-place op or "
+                "clone() it first"
+            )
 
 
 class Node:
-    """A recorded op application.
+    """A recorded op application, made by :func:`pullback.dispatch.apply` (which fills the slots
+    itself: a constructor call costs a tenth of a small op's recording).
 
     Attributes:
         op: the op.
@@ -28,15 +61,24 @@ class Node:
         device: the device the op ran on.
         edges: per argument, where its gradient goes: the producing :class:`Node` (or
             :class:`OutputSlot`), the leaf Tensor itself, or ``None`` (no gradient wanted).
-        versions: ``(counter, value)`` of each saved Tensor argument at record time.
+        versions: the version counter and its value at record time of each saved Tensor
+            argument, as one flat list ``[counter, value, counter, value...]`` (a list of
+            pairs would cost a tuple per input on every recorded op); ``None`` for an op that
+            saves no inputs.
         hooks: gradient hooks registered on the output Tensor (non-leaf ``register_hook``).
         retained: weak reference to the output Tensor when ``retain_grad()`` was called.
         meta: free slot for modes (the anomaly mode keeps the creation stack here).
+        extra: ``None``, or the :class:`NodeExtras` that holds ``hooks``, ``retained`` and
+            ``meta`` once one of them is set (one slot for three rarely used ones: the engine
+            tests it once per node).
+        seq: the node's place in the order of creation (:func:`next_node_seq`): a node's
+            inputs were made by older nodes, so the engine runs nodes from the newest to the
+            oldest (as PyTorch's sequence numbers).
     """
 
     __slots__ = (
         "op", "args", "arrays", "attrs", "out_data", "saved", "device", "edges", "versions",
-        "hooks", "retained", "meta", "__weakref__",
+        "extra", "seq", "__weakref__",
     )
     op: Op
     args: tuple[Any, ...] | None
@@ -46,47 +88,38 @@ class Node:
     saved: Any
     device: Any
     edges: list[Any] | None
-    versions: list[tuple[list[Any], Any]] | None
-    hooks: list[Callable[..., Any]] | None
-    retained: Any
-    meta: Any
+    versions: list[Any] | None
+    extra: NodeExtras | None
+    seq: int
 
-    def __init__(
-        self,
-        op: Op,
-        args: tuple[Any, ...],
-        arrays: list[Any],
-        attrs: dict[str, Any],
-        out_data: Any,
-        saved: Any,
-        device: Any,
-    ) -> None:
-        self.op = op
-        self.device = device
-        self.args = args
-        self.arrays = arrays
-        self.attrs = attrs
-        self.out_data = out_data
-        self.saved = saved
-        self.hooks = None
-        self.retained = None
-        self.meta = None
-        edges: list[Any] = []
-        versions: list[tuple[list[Any], Any]] | None = [] if op.save_inputs else None
-        for a in args:
-            if not isinstance(a, Tensor):
-                edges.append(None)
-                continue
-            if versions is not None:
-                if a._version is INFERENCE_VERSION:
-                    raise AutogradError(
-                        f"op '{op.name}': an inference tensor (made under inference_mode) "
-                        "cannot be saved for backward; make it outside inference_mode or clone() it"
-                    )
-                versions.append((a._version, a._version[0]))
-            edges.append((a._node or a) if a._requires_grad else None)
-        self.edges = edges
-        self.versions = versions
+    def _extras(self) -> NodeExtras:
+        if self.extra is None:
+            self.extra = NodeExtras()
+        return self.extra
+
+    @property
+    def hooks(self) -> list[Callable[..., Any]] | None:
+        return None if self.extra is None else self.extra.hooks
+
+    @hooks.setter
+    def hooks(self, value: list[Callable[..., Any]] | None) -> None:
+        self._extras().hooks = value
+
+    @property
+    def retained(self) -> Any:
+        return None if self.extra is None else self.extra.retained
+
+    @retained.setter
+    def retained(self, value: Any) -> None:
+        self._extras().retained = value
+
+    @property
+    def meta(self) -> Any:
+        return None if self.extra is None else self.extra.meta
+
+    @meta.setter
+    def meta(self, value: Any) -> None:
+        self._extras().meta = value
 
     @property
     def name(self) -> str:
@@ -105,6 +138,17 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name}>"
+
+
+class NodeExtras:
+    """The rarely set attributes of a :class:`Node` (see ``Node.extra``)."""
+
+    __slots__ = ("hooks", "retained", "meta")
+
+    def __init__(self) -> None:
+        self.hooks: list[Callable[..., Any]] | None = None
+        self.retained: Any = None
+        self.meta: Any = None
 
 
 class OutputSlot:

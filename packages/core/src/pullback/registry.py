@@ -56,6 +56,7 @@ class Op:
     __slots__ = (
         "name", "generic", "kernels", "rules", "differentiable", "save_inputs", "save_output",
         "view", "may_copy", "aux", "promotion", "family", "doc", "_grad", "_grad_wants_needs",
+        "_accumulate_into",
         "__weakref__",
     )
 
@@ -89,6 +90,7 @@ class Op:
         self.doc = doc
         self._grad: Callable[..., Any] | None = None
         self._grad_wants_needs = False
+        self._accumulate_into: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
@@ -110,9 +112,12 @@ class Op:
     def set_rule(self, key: str, rule: Any) -> None:
         """Attach a rule under ``key`` (``"grad"``, ``"batch"``, ``"c99"``...)."""
         self.rules[key] = rule
+        # The rules the backward engine asks of every node, kept in slots (cheaper to read).
         if key == "grad":
             self._grad = rule
             self._grad_wants_needs = "needs" in inspect.signature(rule).parameters
+        elif key == "accumulate_into":
+            self._accumulate_into = rule
 
     def rule(self, key: str) -> Any:
         """The rule registered under ``key``; a :class:`RegistryError` names the op if missing."""

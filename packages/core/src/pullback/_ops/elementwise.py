@@ -23,6 +23,7 @@ from ._declare import binary_function as _binary, declare, unary_function as _un
 from ._erf32 import phi32
 
 _PYTHON_NUMBERS = (bool, int, float)
+_NO_DTYPE = np.dtype(object)  # what a dtype-less operand counts as (its kind is "O")
 
 
 def _weak(x: Any, other: Any) -> Any:
@@ -44,10 +45,12 @@ def _binary_kernel(name: str) -> Any:
         ufunc = getattr(xp, name)
 
         def kernel(x: Any, y: Any) -> Any:
-            # Inlined checks (this runs for every add/mul/...): arrays pass straight through.
+            # Inlined checks (this runs for every ``x - 0.5``): only a bfloat16 array (kind
+            # "V") makes a Python number weak by hand.
             if x.__class__ in _PYTHON_NUMBERS:
-                x = _weak(x, y)
-            elif y.__class__ in _PYTHON_NUMBERS:
+                if getattr(y, "dtype", _NO_DTYPE).kind == "V":
+                    x = _weak(x, y)
+            elif y.__class__ in _PYTHON_NUMBERS and getattr(x, "dtype", _NO_DTYPE).kind == "V":
                 y = _weak(y, x)
             return ufunc(x, y)
 
@@ -100,8 +103,8 @@ def _add_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
 
 
 @SUB.def_grad
-def _sub_grad(F: Any, g: Any, out: Any, x: Any, y: Any) -> tuple[Any, Any]:
-    return g, F.neg(g)
+def _sub_grad(F: Any, g: Any, out: Any, x: Any, y: Any, needs: Any) -> tuple[Any, Any]:
+    return g, (F.neg(g) if needs[1] else None)  # ``x - 0.5`` needs no negated gradient
 
 
 @MUL.def_grad

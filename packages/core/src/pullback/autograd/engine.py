@@ -9,15 +9,18 @@ with first-order semantics: the mode sees each op, and no graph of the backward 
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
+from heapq import heappop, heappush
+from operator import is_not
 import weakref
 from typing import Any, Callable, Sequence
 
 from ..dispatch import first_order_tensor_namespace, raw_namespace, state, tensor_namespace
 from ..errors import AutogradError, DeviceError, ShapeError
 from ..tensor import Tensor
-from ..graph import Node, OutputSlot
+from ..graph import Node, OutputSlot, check_saved_versions
 
 # Hooks that run once a leaf's .grad holds this backward's whole gradient (PyTorch's
 # register_post_accumulate_grad_hook): id(leaf) -> (weak reference to it, hooks). Kept out of
@@ -62,26 +65,27 @@ _FREED = (
 
 
 def _topological_order(roots: list[Any]) -> list[Any]:
-    """Nodes reachable from ``roots``, every node after all the nodes it depends on."""
-    order: list[Any] = []
-    seen: set[Any] = set()
-    stack: list[tuple[Any, bool]] = [(r, False) for r in roots]
+    """Nodes reachable from ``roots``, every node after all the nodes it depends on.
+
+    A node's inputs were made by older nodes, so the order of creation (``seq``) is a
+    topological order: one walk collects the nodes and a sort orders them (a depth-first
+    order costs twice the walk's steps in Python).
+    """
+    seen = set(roots)
+    stack = list(seen)
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        for edge in node.edges or ():
-            if edge is None or edge.__class__ is Tensor or isinstance(edge, Tensor):
-                continue
-            target = edge.node if edge.__class__ is OutputSlot else edge
-            if target not in seen:
-                stack.append((target, False))
-    return order
+        for edge in stack.pop().edges or ():
+            if edge.__class__ is not Node:
+                if edge is None or isinstance(edge, Tensor):
+                    continue
+                edge = _owner(edge)
+            if edge not in seen:
+                seen.add(edge)
+                stack.append(edge)
+    return sorted(seen, key=_creation_order)
+
+
+_creation_order = operator.attrgetter("seq")
 
 
 def _owner(edge: Any) -> Any:
@@ -187,21 +191,29 @@ def run_backward(
             else:
                 wanted_nodes.add(t._node)
 
-    order = _topological_order([_owner(n) for n, _ in root_grads if not isinstance(n, Tensor)])
+    # Explicit inputs, and leaves with post-accumulate hooks, need the whole graph first (which
+    # nodes lead to a wanted input; how many gradients each hooked leaf will get).
+    order = (_topological_order([_owner(n) for n, _ in root_grads if not isinstance(n, Tensor)])
+             if inputs is not None or (POST_ACCUMULATE_HOOKS and accumulate) else None)
     # With explicit inputs, only the part of the graph that leads to them is run.
     reach = (
         None
         if inputs is None
-        else _reaching(order, {_owner(n) for n in wanted_nodes}, wanted_leaves)
+        else _reaching(order, {_owner(n) for n in wanted_nodes}, wanted_leaves)  # type: ignore[arg-type]
     )
 
     grads: dict[Any, Any] = {}
+    # The nodes that hold a gradient, as (-seq, node), newest first: a node's consumers are
+    # newer than it, so when it is popped every gradient it will get has arrived (PyTorch's
+    # engine orders its ready queue by sequence number alike). Nodes that no gradient reaches
+    # are never visited.
+    ready: list[tuple[int, Any]] = []
     leaf_grads: dict[int, list[Any]] = {}  # id -> [tensor, gradient]
     captured: dict[Any, Any] = {}
     handed: set[int] = set()  # gradient arrays already given to a .grad (see _accumulate)
     # Leaves with post-accumulate hooks are finished as soon as their last gradient arrives
     # (so a data-parallel wrapper can send a gradient while backward goes on), not at the end.
-    pending = (_pending_contributions(order, root_grads)
+    pending = (_pending_contributions(order, root_grads)  # type: ignore[arg-type]
                if POST_ACCUMULATE_HOOKS and accumulate and reach is None else None)
 
     def send(edge: Any, gi: Any, add: Callable[[Any, Any], Any]) -> None:
@@ -223,14 +235,20 @@ def run_backward(
         elif reach is not None and _owner(edge) not in reach:
             return
         elif edge.__class__ is OutputSlot:
-            per_output = grads.get(edge.node)
+            node = edge.node
+            per_output = grads.get(node)
             if per_output is None:
-                per_output = grads[edge.node] = [None] * edge.node.n_outputs
+                per_output = grads[node] = [None] * node.n_outputs
+                heappush(ready, (-node.seq, node))
             prev = per_output[edge.index]
             per_output[edge.index] = gi if prev is None else add(prev, gi)
         else:
             prev = grads.get(edge)
-            grads[edge] = gi if prev is None else add(prev, gi)
+            if prev is None:
+                grads[edge] = gi
+                heappush(ready, (-edge.seq, edge))
+            else:
+                grads[edge] = add(prev, gi)
 
     for target, g in root_grads:
         send(target, g, operator.add)
@@ -243,53 +261,69 @@ def run_backward(
         stack = _callbacks.stack = []
     queued: list[Callable[[], None]] = []
     stack.append(queued)
-    namespaces: dict[str, Any] = {}
+    # The namespace of the rules: Tensors (create_graph, or a mode recording the backward),
+    # else the raw arrays of each node's backend (looked up when the device changes).
+    F: Any = (tensor_namespace if create_graph
+              else first_order_tensor_namespace if on_tensors else None)
+    raw = F is None
+    F_device: Any = None
     # Gradient buffers that the engine made for a slice op (an op with an "accumulate_into"
     # rule: its rule's fresh output, or a sum with it) and has not handed to anyone yet: the
     # gradient of another slice of the same tensor is added into them in place. Plain
     # first-order backward only: modes and explicit inputs see every rule run.
     in_place = not create_graph and reach is None and not modes
+    # Gradients for leaves go straight into leaf_grads unless explicit inputs or
+    # post-accumulate hooks need ``send``'s checks.
+    direct = reach is None and pending is None
     owned: set[int] = set()
     try:
-        for node in reversed(order):
-            g = grads.pop(node, None)
-            if g is None:
-                continue
+        while ready:
+            node = heappop(ready)[1]
+            g = grads.pop(node)
             if owned:
                 owned.discard(id(g))
             if node.args is None:
                 raise AutogradError(_FREED.format(node.name))
-            F: Any  # the Tensor namespace, or a backend's RawNamespace
-            if create_graph:
-                F = tensor_namespace
-            elif on_tensors:
-                F = first_order_tensor_namespace
-            else:
-                F = namespaces.get(node.device.type)
-                if F is None:
-                    F = namespaces[node.device.type] = raw_namespace(node.device.type)
+            if raw and node.device is not F_device:
+                F_device = node.device
+                F = raw_namespace(F_device.type)
             is_op_node = node.__class__ is Node
-            accumulate_into: Any = None
+            edges = node.edges
             in_grads: tuple[Any, ...]
             ins: Sequence[Any]
             if modes:
                 for mode in modes:
                     mode.on_backward_start(node, g)
             if is_op_node:
-                if node.hooks is not None or node.retained is not None:
+                if node.extra is not None:  # hooks, retain_grad
                     g = _output_hooks(node, g, on_tensors, node.device)
                 if wanted_nodes and node in wanted_nodes:
                     captured[node] = g
                     if not _feeds(node, reach, wanted_leaves):
                         continue
-                accumulate_into = node.op.rules.get("accumulate_into") if in_place else None
-                target = (grads.get(node.edges[0]) if accumulate_into is not None
-                          and node.edges[0].__class__ is Node else None)
-                if target is not None and id(target) in owned:
-                    accumulate_into(target, g, **node.attrs)
-                    in_grads, ins = (), ()  # nothing left to send; the node is released below
+                op = node.op
+                accumulate_into = op._accumulate_into if in_place else None
+                if accumulate_into is not None and _added_in_place(accumulate_into, node, g,
+                                                                   grads, owned):
+                    edges = in_grads = ins = ()  # nothing left to send; released below
+                elif raw:  # the first-order rule on raw arrays (_run_rule's case, inlined)
+                    rule = op._grad
+                    if rule is None:
+                        raise _no_grad_rule(op)
+                    if node.versions:
+                        check_saved_versions(node)
+                    kwargs = node.attrs
+                    if node.saved is not None:
+                        kwargs = {**kwargs, "saved": node.saved}
+                    if op._grad_wants_needs:
+                        kwargs = {**kwargs, "needs": tuple(map(is_not, edges, _NONES))
+                                  if reach is None else _needs(node, reach, wanted_leaves)}
+                    ins = node.arrays  # type: ignore[assignment]  # not None: checked above
+                    in_grads = rule(F, g, node.out_data, *ins, **kwargs)
+                    if in_grads.__class__ is not tuple:  # the count: zip(strict=True) below
+                        raise _wrong_count(op, in_grads, ins)
                 else:
-                    in_grads, ins = _run_rule(node, g, F, on_tensors, reach, wanted_leaves)
+                    in_grads, ins = _run_rule(node, g, F, reach, wanted_leaves)
             else:  # a user-defined Function's node, possibly several outputs
                 slots = [OutputSlot(node, k) for k in range(node.n_outputs)]
                 g = [
@@ -302,26 +336,39 @@ def run_backward(
                 if reach is not None and not _feeds(node, reach, wanted_leaves):
                     continue
                 in_grads, ins = node.run_backward(g, on_tensors, _needs(node, reach, wanted_leaves))
-            for edge, gi, x in zip(node.edges, in_grads, ins):
-                if edge is None or gi is None:
-                    continue
-                if gi.shape != x.shape:
-                    gi = _fit_shape(F, node, gi, x)
-                if gi.dtype != x.dtype:
-                    gi = F.cast(gi, dtype=x.dtype)
-                if edge.__class__ is Node and reach is None:  # the common case, inlined
-                    prev = grads.get(edge)
-                    if prev is None:
-                        grads[edge] = gi
-                        if accumulate_into is not None:
-                            owned.add(id(gi))
+                accumulate_into = None
+            try:
+                for edge, gi, x in zip(edges, in_grads, ins, strict=True):
+                    if edge is None or gi is None:
+                        continue
+                    if gi.shape != x.shape:
+                        gi = _fit_shape(F, node, gi, x)
+                    if gi.dtype is not x.dtype and gi.dtype != x.dtype:
+                        gi = F.cast(gi, dtype=x.dtype)
+                    if edge.__class__ is Node and reach is None:  # the common cases, inlined
+                        prev = grads.get(edge)
+                        if prev is None:
+                            grads[edge] = gi
+                            heappush(ready, (-edge.seq, edge))
+                            if accumulate_into is not None:
+                                owned.add(id(gi))
+                        else:
+                            total = grads[edge] = F.add(prev, gi)
+                            if accumulate_into is not None or (owned and id(prev) in owned):
+                                owned.discard(id(prev))
+                                owned.add(id(total))
+                    elif direct and isinstance(edge, Tensor):
+                        slot = leaf_grads.get(id(edge))
+                        if slot is None:
+                            leaf_grads[id(edge)] = [edge, gi]
+                        else:
+                            slot[1] = F.add(slot[1], gi)
                     else:
-                        total = grads[edge] = F.add(prev, gi)
-                        if accumulate_into is not None or (owned and id(prev) in owned):
-                            owned.discard(id(prev))
-                            owned.add(id(total))
-                else:
-                    send(edge, gi, F.add)
+                        send(edge, gi, F.add)
+            except ValueError:  # zip's, when the rule returned too few or too many gradients
+                if len(in_grads) != len(ins):
+                    raise _wrong_count(node.op, in_grads, ins) from None
+                raise
             if modes:
                 for mode in modes:
                     mode.on_backward(node, g, in_grads)
@@ -375,10 +422,13 @@ def _fit_shape(F: Any, node: Any, gi: Any, x: Any) -> Any:
         ) from exc
 
 
+_NONES = itertools.repeat(None)
+
+
 def _needs(node: Any, reach: set[Any] | None, wanted_leaves: set[int]) -> tuple[bool, ...]:
     """Per input of ``node``, whether its gradient is wanted."""
     if reach is None:
-        return tuple(e is not None for e in node.edges)
+        return tuple(map(is_not, node.edges, _NONES))  # a C loop: `e is not None` per edge
     return tuple(
         e is not None
         and ((id(e) in wanted_leaves) if isinstance(e, Tensor) else _owner(e) in reach)
@@ -392,47 +442,56 @@ def _feeds(node: Any, reach: set[Any] | None, wanted_leaves: set[int]) -> bool:
 
 
 def _run_rule(
-    node: Node, g: Any, F: Any, on_tensors: bool, reach: set[Any] | None,
-    wanted_leaves: set[int],
+    node: Node, g: Any, F: Any, reach: set[Any] | None, wanted_leaves: set[int],
 ) -> tuple[Any, Any]:
+    """Run ``node``'s grad rule on Tensors (``create_graph``, or a mode recording the
+    backward): returns the gradients and the inputs they are for. The engine runs the
+    first-order rule on raw arrays itself."""
     op = node.op
     rule = op._grad
     if rule is None:
-        raise AutogradError(f"op '{op.name}' has no grad rule (it is not differentiable)")
+        raise _no_grad_rule(op)
     if node.versions:
-        for counter, value in node.versions:
-            if counter[0] != value:
-                raise AutogradError(
-                    f"a tensor saved by op '{op.name}' for backward was modified in place "
-                    f"afterwards (its version is {counter[0]}, expected {value}); use an "
-                    "out-of-place op or clone() it first"
-                )
+        check_saved_versions(node)
     kwargs = node.attrs
     if node.saved is not None and not F.differentiable:
-        saved = node.saved
-        if on_tensors:
-            saved = tuple(None if s is None else Tensor._wrap(s, node.device) for s in saved)
+        saved = tuple(None if s is None else Tensor._wrap(s, node.device) for s in node.saved)
         kwargs = {**kwargs, "saved": saved}
     if op._grad_wants_needs:
         kwargs = {**kwargs, "needs": _needs(node, reach, wanted_leaves)}
-    ins: Sequence[Any]
-    if on_tensors:
-        ins = _inputs_as_recorded(node)
-        out = None
-        if node.out_data is not None:
-            out = Tensor._wrap(node.out_data, node.device)
-            out._node, out._requires_grad = node, True
-        result = rule(F, g, out, *ins, **kwargs)
-    else:
-        ins = node.arrays  # type: ignore[assignment]  # not None: run_backward checked args
-        result = rule(F, g, node.out_data, *ins, **kwargs)
+    ins = _inputs_as_recorded(node)
+    out = None
+    if node.out_data is not None:
+        out = Tensor._wrap(node.out_data, node.device)
+        out._node, out._requires_grad = node, True
+    result = rule(F, g, out, *ins, **kwargs)
     if result.__class__ is not tuple or len(result) != len(ins):
-        got = len(result) if isinstance(result, (tuple, list)) else type(result).__name__
-        raise AutogradError(
-            f"grad rule of op '{op.name}' must return a tuple of {len(ins)} gradients "
-            f"(one per input), got {got}"
-        )
+        raise _wrong_count(op, result, ins)
     return result, ins
+
+
+def _added_in_place(accumulate_into: Callable[..., Any], node: Node, g: Any,
+                    grads: dict[Any, Any], owned: set[int]) -> bool:
+    """For a slice op (an ``accumulate_into`` rule): when the gradient buffer of the sliced
+    tensor is the engine's own (``owned``), add ``g`` into its slice in place and say so."""
+    edge = node.edges[0]  # type: ignore[index]
+    target = grads.get(edge) if edge.__class__ is Node else None
+    if target is None or id(target) not in owned:
+        return False
+    accumulate_into(target, g, **node.attrs)
+    return True
+
+
+def _no_grad_rule(op: Any) -> AutogradError:
+    return AutogradError(f"op '{op.name}' has no grad rule (it is not differentiable)")
+
+
+def _wrong_count(op: Any, result: Any, ins: Sequence[Any]) -> AutogradError:
+    got = len(result) if isinstance(result, (tuple, list)) else type(result).__name__
+    return AutogradError(
+        f"grad rule of op '{op.name}' must return a tuple of {len(ins)} gradients "
+        f"(one per input), got {got}"
+    )
 
 
 def _inputs_as_recorded(node: Node) -> tuple[Any, ...]:

@@ -30,7 +30,7 @@ from ..dispatch import state
 from ..dtypes import is_floating
 from ..errors import AutogradError
 from ..tensor import INFERENCE_VERSION, Tensor
-from ..graph import OutputSlot
+from ..graph import OutputSlot, check_saved_versions, next_node_seq
 
 
 class FunctionCtx:
@@ -110,7 +110,7 @@ class FunctionNode:
 
     __slots__ = (
         "fn", "ctx", "args", "edges", "device", "n_outputs", "out_meta", "versions", "meta",
-        "output_hooks", "output_retained", "__weakref__",
+        "output_hooks", "output_retained", "seq", "__weakref__",
     )
     fn: type[Function]
     ctx: FunctionCtx | None  # None (like args and edges) once backward released the node
@@ -119,10 +119,11 @@ class FunctionNode:
     device: Any
     n_outputs: int
     out_meta: list[tuple[tuple[int, ...], Any, Any] | None]
-    versions: list[tuple[list[Any], Any]] | None
+    versions: list[Any] | None  # flat [counter, value, ...], as Node.versions
     meta: Any
     output_hooks: dict[int, Any]
     output_retained: dict[int, Any]
+    seq: int  # creation order, as Node.seq
 
     def __init__(self, fn: type[Function], ctx: FunctionCtx, args: tuple[Any, ...],
                  outs: tuple[Any, ...], device: Any) -> None:
@@ -141,6 +142,7 @@ class FunctionNode:
         ]
         self.versions = None
         self.meta = None
+        self.seq = next_node_seq()
 
     @property
     def name(self) -> str:
@@ -162,12 +164,7 @@ class FunctionNode:
         from ..creation import zeros
 
         if self.versions:
-            for counter, value in self.versions:
-                if counter[0] != value:
-                    raise AutogradError(
-                        f"a tensor saved by {self.name} for backward was modified in place "
-                        f"afterwards (version {counter[0]}, expected {value})"
-                    )
+            check_saved_versions(self)
         ctx, args = self.ctx, self.args
         assert ctx is not None and args is not None, "the engine runs only unreleased nodes"
         wrapped = []
@@ -270,7 +267,7 @@ class Function:
             if t is not None:
                 if t._version is INFERENCE_VERSION:
                     raise AutogradError(f"{cls.__name__}: inference tensors cannot be saved for backward")
-                versions.append((t._version, t._version[0]))
+                versions += (t._version, t._version[0])
             saved.append(t)
         ctx._saved = tuple(saved)
         node.versions = versions
