@@ -43,7 +43,7 @@ def _layouts(rng: np.random.Generator, dtype: str) -> list[tuple[np.ndarray, np.
         (r(1, 3, 6, 5), r(4, 1, 5, 2)),           # broadcast stacks
         (r(6, 5), r(4, 5, 2)),                    # a matrix times a stack
         (r(9, 5)[::2], r(5, 6)[:, ::3]),          # no unit stride: copied first
-        (r(1, 5), r(5, 1)),
+        (r(2, 5), r(5, 1)),                       # one column
     ]
 
 
@@ -96,10 +96,12 @@ def test_products_planned_before_reuse_their_plan_on_new_arrays(monkeypatch) -> 
 
 @needs_mkl
 def test_mkl_declines_what_it_does_not_take() -> None:
-    """Integers, mixed dtypes, 1-D operands and empty products go to NumPy's kernel."""
+    """Integers, mixed dtypes, 1-D operands, empty and single-row products go to NumPy's
+    kernel (a single row: OpenBLAS's gemv is faster than MKL's gemm there)."""
     f32 = np.ones((3, 3), np.float32)
     for x, y in [(np.ones((3, 3), np.int64), np.ones((3, 3), np.int64)),
                  (f32, f32.astype(np.float64)), (np.ones(3, np.float32), f32),
+                 (np.ones((1, 3), np.float32), f32), (np.ones((2, 1, 3), np.float32)[0], f32),
                  (np.ones((0, 3), np.float32), f32), (np.ones((3, 0), np.float32),
                                                        np.ones((0, 2), np.float32))]:
         assert _gemm.matmul(x, y) is None

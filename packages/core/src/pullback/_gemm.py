@@ -22,7 +22,7 @@ product is split by rows (a stack of products, by matrices) over pullback's own 
 (:func:`pullback.native.run_rows`). MKL's OpenMP layer would start a second runtime's threads
 next to OpenBLAS's and PyTorch's: measured at 2 threads on 2 cores, it made the compiled GPT step
 1.9x slower and slowed the eager steps beside it. Products MKL does not take (integer, bfloat16
-or mixed dtypes, 1-D operands, empty products) go to NumPy; matrices with no unit stride are
+or mixed dtypes, 1-D operands, empty products) and single-row products go to NumPy; matrices with no unit stride are
 copied first.
 
 Roundings: MKL and OpenBLAS both add a short inner dimension (up to 512 on this CPU) in order,
@@ -219,6 +219,11 @@ def _operands(lib: Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
         x, batch = x.reshape(-1, k), ()  # one GEMM over the stack's rows
     elif batch and math.prod(batch) == 1:  # a stack of one product (a batch of one image)
         x, y, batch = x.reshape(x.shape[-2:]), y.reshape(y.shape[-2:]), ()
+    if not batch and x.shape[-2] == 1:
+        # One row (batch-1 inference, a KV-cache step): OpenBLAS's gemv behind NumPy's product
+        # beats MKL's gemm and this module's planning (MLP 784-256-256-10, one sample: 40 us
+        # against 48-54 us, one thread, CPU time; benchmarks/eager_targets.py).
+        return None
     x, trans_x, ldx = _matrix(x)
     y, trans_y, ldy = _matrix(y)
     if max(x.shape[-2], n, k, ldx, ldy) > _CBLAS_INT_MAX:
