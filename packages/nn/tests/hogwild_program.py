@@ -17,7 +17,7 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 1, bias=False)
-        self.register_buffer("steps", torch.zeros(1))
+        self.register_buffer("steps", torch.zeros(2))  # per worker
         self.scale = 0.5  # a plain attribute travels too
 
     def forward(self, x):
@@ -25,17 +25,20 @@ class Net(nn.Module):
 
 
 def train(rank, model):
-    """Three SGD steps on a loss whose gradient touches only the weight of input ``rank``
-    (the workers never race on one number, so the result is exact)."""
+    """Three SGD steps on a loss whose gradient touches only the weight of input ``rank``.
+    Each worker writes only its own numbers (its weight, its step counter), through views of
+    the shared tensors: an update of a whole tensor (``p.add_(p.grad)``) rewrites the other
+    worker's numbers too, and under load one worker's write can undo the other's (Hogwild!'s
+    lost updates, under torch as under pullback), which would make the result a race."""
     x = torch.zeros(1, 4)
     x[0, rank] = 1.0
     for _ in range(3):
         model(x).sum().backward()
         with torch.no_grad():
             for p in model.parameters():
-                p.add_(p.grad, alpha=-0.1)
+                p[:, rank].add_(p.grad[:, rank], alpha=-0.1)
                 p.grad = None
-            model.steps.add_(1)
+            model.steps[rank:rank + 1].add_(1)
 
 
 def run(method, share):
