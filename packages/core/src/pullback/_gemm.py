@@ -235,8 +235,11 @@ def _operands(lib: Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
 # Single products planned before, by operand layout: a training step calls each product on
 # arrays of one layout every step, and planning one (the checks, strides and transposes of
 # _operands) costs about 20 us, a fiftieth of a GPT product. Only plans that read the operands
-# in place are kept (a copied operand is planned again).
+# in place are kept (a copied operand is planned again). A layout MKL declines (a single row,
+# an integer dtype...) is kept as _DECLINED: batch-1 inference then reaches NumPy's product
+# without the checks (they were a third of a 784-256-256-10 MLP's 60 us).
 _PLANS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_DECLINED: tuple[Any, ...] = ()
 _MAX_PLANS = 1024
 
 
@@ -252,20 +255,28 @@ def _plan(lib: Mkl, x: Any, y: Any, layout: Any = None) -> SingleProduct | tuple
     if layout is None:
         layout = _layout(x, y)
     known = _PLANS.get(layout) if layout is not None else None
+    if known is _DECLINED:
+        return None
     if known is not None:
         gemm, kernel, out_shape, sizes, shape = known
         return SingleProduct(gemm, kernel, x, y, np.empty(out_shape, x.dtype), sizes, shape)
     found = _operands(lib, x, y)
+    if found is None and layout is not None:
+        _remember(layout, _DECLINED)
     if found is None or found[2]:
         return found
     single = _single(lib, x, y, found)
     if (native.address(single.x) == native.address(x)
             and native.address(single.y) == native.address(y)):
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[layout] = (single.gemm, single.kernel, single.out.shape,  # type: ignore[index]
-                          single.sizes, single.shape)
+        _remember(layout, (single.gemm, single.kernel, single.out.shape, single.sizes,
+                           single.shape))
     return single
+
+
+def _remember(layout: tuple[Any, ...], plan: tuple[Any, ...]) -> None:
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[layout] = plan
 
 
 def _single(lib: Mkl, x: Any, y: Any, found: tuple[Any, ...]) -> SingleProduct:
@@ -297,6 +308,8 @@ def matmul(x: Any, y: Any) -> np.ndarray | None:
     layout = _layout(x, y)
     known = _PLANS.get(layout) if layout is not None else None
     if known is not None:  # the common case, kept short: a product of a layout seen before
+        if known is _DECLINED:
+            return None
         gemm, kernel, out_shape, sizes, shape = known
         out = np.empty(out_shape, x.dtype)
         address = native.address

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ._native import add_scaled
+
 Array = Any
 
 
@@ -42,6 +46,8 @@ def add_scaled_(xp: Any, target: Array, source: Array, alpha: float, scratch: Ar
     """``target += alpha * source`` (``scratch`` may be ``source`` itself)."""
     if alpha == 1.0:  # SGD without dampening, RMSprop's momentum: one pass, not two
         xp.add(target, source, out=target)
+        return
+    if xp is np and add_scaled(target, source, alpha):  # one C pass, the same bits
         return
     xp.multiply(source, alpha, out=scratch)
     xp.add(target, scratch, out=target)
