@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pullback import Tensor, zeros_like
 
 from ._kernels import add_scaled_, effective_grad
+from ._native import adadelta
 from .optimizer import OPTIMIZERS, Optimizer, ParamsT, require_non_negative
 
 
@@ -61,6 +64,8 @@ class Adadelta(Optimizer):
         rho, eps = group["rho"], group["eps"]
         g = effective_grad(xp, grad, p.array, group["weight_decay"], group["maximize"], s1)
         square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
+        if xp is np and adadelta(p.array, g, square_avg, acc_delta, rho, eps, group["lr"]):
+            return  # the passes below in one C pass, the same bits
         _ema_square(xp, square_avg, g, rho, s2)
         xp.add(square_avg, eps, out=s2)
         xp.sqrt(s2, out=s2)  # the RMS of the gradients

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from pullback import Tensor, zeros_like
 
 from ._kernels import add_ratio_, effective_grad, ema_square_, lerp_
+from ._native import adam
 from .optimizer import OPTIMIZERS, Optimizer, ParamsT, require_betas, require_non_negative
 
 __all__ = ["Adam", "AdamW"]
@@ -93,6 +96,8 @@ class Adam(Optimizer):
                 group: dict[str, Any], scratch: tuple[Any, Any]) -> None:
         if p.device.type == "cuda" and _fused_cuda_step(p, grad, state, group):
             return
+        if xp is np and _fused_cpu_step(p, grad, state, group):
+            return
         moments_(xp, p, grad, state, group, scratch)
         _, denom = scratch
         beta1, beta2 = group["betas"]
@@ -106,6 +111,27 @@ class Adam(Optimizer):
         xp.divide(denom, math.sqrt(1.0 - beta2**step), out=denom)
         xp.add(denom, group["eps"], out=denom)
         add_ratio_(xp, p.array, state["exp_avg"].array, denom, -step_size, denom)
+
+
+def _fused_cpu_step(p: Tensor, grad: Any, state: dict[str, Any], group: dict[str, Any]) -> bool:
+    """The whole update in one C pass (pullback.optim._native.adam) when it applies: float32
+    arrays, no AMSGrad, not maximizing. It follows the passes of :meth:`Adam._update` operation
+    for operation, so both paths give the same bits."""
+    if group["amsgrad"] or group["maximize"]:
+        return False
+    beta1, beta2 = group["betas"]
+    step = state["step"] + 1
+    weight_decay = group["weight_decay"]
+    decoupled = weight_decay != 0 and group["decoupled_weight_decay"]
+    coupled = weight_decay != 0 and not group["decoupled_weight_decay"]
+    done = adam(p.array, grad, state["exp_avg"].array, state["exp_avg_sq"].array,
+                decay=1.0 - group["lr"] * weight_decay if decoupled else None,
+                l2=weight_decay if coupled else None, one_minus_beta1=1.0 - beta1,
+                one_minus_beta2=1.0 - beta2, bias2_sqrt=math.sqrt(1.0 - beta2**step),
+                eps=group["eps"], neg_step_size=-(group["lr"] / (1.0 - beta1**step)))
+    if done:
+        state["step"] = step
+    return done
 
 
 def _fused_cuda_step(p: Tensor, grad: Any, state: dict[str, Any], group: dict[str, Any]) -> bool:
