@@ -22,8 +22,8 @@ product is split by rows (a stack of products, by matrices) over pullback's own 
 (:func:`pullback.native.run_rows`). MKL's OpenMP layer would start a second runtime's threads
 next to OpenBLAS's and PyTorch's: measured at 2 threads on 2 cores, it made the compiled GPT step
 1.9x slower and slowed the eager steps beside it. Products MKL does not take (integer, bfloat16
-or mixed dtypes, 1-D operands, empty products) and single-row products go to NumPy; matrices with no unit stride are
-copied first.
+or mixed dtypes, 1-D operands, empty products) and single-row products go to NumPy; matrices
+with no unit stride are copied first.
 
 Roundings: MKL and OpenBLAS both add a short inner dimension (up to 512 on this CPU) in order,
 with fused multiply-adds, so most of the GPT's and MLP's products are the same bits either way;
