@@ -69,16 +69,21 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward() method")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if "_forward_hooks" not in self.__dict__:
+        d = self.__dict__
+        post = d.get("_forward_hooks")
+        if post is None:
             raise AttributeError(
                 f"{type(self).__name__}.__init__ did not call super().__init__()"
             )
-        for hook in list(self._forward_pre_hooks.values()):
+        pre = d["_forward_pre_hooks"]
+        if not pre and not post:  # no hooks: the per-call cost of a layer in batch-1 inference
+            return self.forward(*args, **kwargs)
+        for hook in list(pre.values()):
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
         out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
+        for hook in list(post.values()):
             result = hook(self, args, out)
             if result is not None:
                 out = result
