@@ -73,3 +73,12 @@ def torch_or_exit() -> Any:
         sys.exit(0)
     torch.set_num_threads(2)
     return torch
+
+
+def gemm_provider() -> str:
+    """The library behind pullback's CPU matrix products (``"mkl"`` or ``"numpy"``); revisions
+    from before the GEMM provider (run by compare_revisions.py) used NumPy's."""
+    from pullback.backends import backends
+
+    cpu = backends()["cpu"]
+    return cpu.gemm_provider() if hasattr(cpu, "gemm_provider") else "numpy"

@@ -35,7 +35,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PULL
 
 import numpy as np  # noqa: E402 - after the thread settings
 
-from _common import emit  # noqa: E402
+from _common import emit, gemm_provider  # noqa: E402
 
 _clock = time.process_time if OPTIONS.clock == "cpu" else time.perf_counter
 
@@ -80,12 +80,10 @@ def time_pair(ours: Callable[[], object], theirs: Callable[[], object], warmup: 
 
 def report(name: str, ours: float, torch_time: float, target: float, **extra: object) -> None:
     """One JSON line with both times (ms), the ratio and whether it meets ``target``."""
-    from pullback.backends import backends
-
     emit(benchmark=name, pullback_ms=round(ours * 1e3, 3), torch_ms=round(torch_time * 1e3, 3),
          ratio=round(ours / torch_time, 3), target_ratio=target,
          meets_target=ours / torch_time <= target, threads=OPTIONS.threads, clock=OPTIONS.clock,
-         order=OPTIONS.order, gemm=backends()["cpu"].gemm_provider(),
+         order=OPTIONS.order, gemm=gemm_provider(),
          **extra)
 
 

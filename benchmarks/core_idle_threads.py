@@ -26,8 +26,8 @@ GAPS = (0.001, 0.01, 0.1)
 
 
 def child(case: str) -> dict:
+    from _common import gemm_provider
     from _eager_cases import CASES
-    from pullback.backends import backends
 
     step = CASES[case].builder("pullback")
     for _ in range(5):
@@ -44,7 +44,7 @@ def child(case: str) -> dict:
         burnt[f"{gap * 1e3:g}"] = round(best[0] * 1e3, 3)
         walls[f"{gap * 1e3:g}"] = round(best[1] * 1e3, 3)
     return {"benchmark": "core_idle_threads", "case": case,
-            "gemm": backends()["cpu"].gemm_provider(), "threads": os.environ["PULLBACK_NUM_THREADS"],
+            "gemm": gemm_provider(), "threads": os.environ["PULLBACK_NUM_THREADS"],
             "cpu_ms_burnt_while_sleeping": burnt, "sleep_wall_ms": walls}
 
 

@@ -70,11 +70,9 @@ def time_one_side(case: str, side: str, clock: str, blocks: int, warmup: float) 
         best = min(best, (now() - t0) / calls)
     record = {"case": case, "side": side, "ms": best * 1e3, "calls_per_block": calls}
     if side != "torch":
-        from pullback.backends import backends
+        from _common import gemm_provider
 
-        cpu = backends()["cpu"]
-        # revisions before the GEMM provider (compare_revisions.py) ran NumPy's products
-        record["gemm"] = cpu.gemm_provider() if hasattr(cpu, "gemm_provider") else "numpy"
+        record["gemm"] = gemm_provider()
     return record
 
 

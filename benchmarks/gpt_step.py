@@ -20,7 +20,7 @@ import numpy as np
 
 import pullback as pb
 import pullback.optim as optim
-from _common import best_time, best_times, emit, torch_or_exit
+from _common import best_time, best_times, emit, gemm_provider, torch_or_exit
 from pullback.gpt import GPT, GPTConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "gpt" / "tests"))
@@ -109,7 +109,7 @@ def main() -> None:
     emit(benchmark="gpt_step", device=args.device, batch=BATCH, config=CONFIG.to_dict(),
          pullback_ms=t_pb * 1e3, torch_ms=t_torch * 1e3, ratio=t_pb / t_torch, target=TARGET,
          meets_target=t_pb / t_torch <= TARGET,
-         clock=args.clock, gemm=pb.backends.backends()["cpu"].gemm_provider(),
+         clock=args.clock, gemm=gemm_provider(),
          gemm_peak_gflops=peak, pullback_mfu=flops / t_pb / 1e9 / peak,
          torch_mfu=flops / t_torch / 1e9 / peak)
     if args.profile:
