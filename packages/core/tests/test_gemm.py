@@ -23,6 +23,14 @@ needs_mkl = pytest.mark.skipif(_gemm.provider() != "mkl",
                                reason="MKL is not this process's GEMM provider (pip install mkl)")
 
 
+@pytest.fixture(autouse=True)
+def every_size_on_mkl(request, monkeypatch):
+    """The layouts below are small: MKL takes them here (the size policy has its own test)."""
+    if request.function is not test_small_and_single_row_products_are_numpys_and_large_ones_mkls:
+        monkeypatch.setattr(_gemm, "_MIN_MKL_MACS", 0)
+    monkeypatch.setattr(_gemm, "_PLANS", {})
+
+
 def _layouts(rng: np.random.Generator, dtype: str) -> list[tuple[np.ndarray, np.ndarray]]:
     """Operand pairs in every layout the ops hand their products."""
     def r(*shape: int) -> np.ndarray:
@@ -169,3 +177,23 @@ def test_import_does_not_load_mkl_and_the_first_product_does() -> None:
                          timeout=300, check=True).stdout.split()
     assert out[0] == "False"
     assert out[1] == str(out[2] == "mkl")
+
+
+@needs_mkl
+def test_small_and_single_row_products_are_numpys_and_large_ones_mkls() -> None:
+    """Below ``_MIN_MKL_MACS`` multiply-adds (or with one row) a product is NumPy's, whose call
+    costs less than MKL's; from there on MKL's. A stack of products stays on MKL whatever its
+    size."""
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    small = rng.standard_normal((32, 64)).astype(np.float32)  # 131,072 multiply-adds
+    large = rng.standard_normal((128, 64)).astype(np.float32)  # 128 x 64 x 64 = 2^19
+    one_row = rng.standard_normal((1, 4096)).astype(np.float32)
+    assert _gemm.matmul(small, w.T) is None
+    assert _gemm.matmul(one_row, rng.standard_normal((4096, 512)).astype(np.float32)) is None
+    _close(_gemm.matmul(large, w.T), large, w.T, 2e-5)
+    stack = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    _close(_gemm.matmul(stack, stack.swapaxes(1, 2)), stack, stack.swapaxes(1, 2), 2e-5)
+    # the eager op and the compiler's planned product follow the same policy
+    assert _gemm.single_product(small, w.T) is None
+    np.testing.assert_array_equal((pb.tensor(small) @ pb.tensor(w.T)).array, small @ w.T)

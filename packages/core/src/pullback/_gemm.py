@@ -22,8 +22,8 @@ product is split by rows (a stack of products, by matrices) over pullback's own 
 (:func:`pullback.native.run_rows`). MKL's OpenMP layer would start a second runtime's threads
 next to OpenBLAS's and PyTorch's: measured at 2 threads on 2 cores, it made the compiled GPT step
 1.9x slower and slowed the eager steps beside it. Products MKL does not take (integer, bfloat16
-or mixed dtypes, 1-D operands, empty products) and single-row products go to NumPy; matrices
-with no unit stride are copied first.
+or mixed dtypes, 1-D operands, empty products), single-row products and small ones (below
+``_MIN_MKL_MACS`` multiply-adds) go to NumPy; matrices with no unit stride are copied first.
 
 Roundings: MKL and OpenBLAS both add a short inner dimension (up to 512 on this CPU) in order,
 with fused multiply-adds, so most of the GPT's and MLP's products are the same bits either way;
@@ -50,6 +50,11 @@ PROVIDERS = ("auto", "mkl", "numpy")
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL
 _CBLAS_INT_MAX = 2**31 - 1
+# Below this many multiply-adds a single product is NumPy's (2 threads, wall clock, float32,
+# x @ w.T: 32x64x64 5.6 us against MKL's 6.8, 20x2x50 1.1 against 4.1, 128x64x64 8.9 against
+# 10.6; from here on MKL wins or ties: 32x128x128 12.0 against 10.3, 64x128x128 19.0 against
+# 14.6, 128x128x128 46 against 21). Stacks of products stay on MKL's batched call.
+_MIN_MKL_MACS = 1 << 19
 
 
 def _library_path() -> str | None:
@@ -219,10 +224,11 @@ def _operands(lib: Mkl, x: Any, y: Any) -> tuple[Any, ...] | None:
         x, batch = x.reshape(-1, k), ()  # one GEMM over the stack's rows
     elif batch and math.prod(batch) == 1:  # a stack of one product (a batch of one image)
         x, y, batch = x.reshape(x.shape[-2:]), y.reshape(y.shape[-2:]), ()
-    if not batch and x.shape[-2] == 1:
+    if not batch and (x.shape[-2] == 1 or x.shape[-2] * n * k < _MIN_MKL_MACS):
         # One row (batch-1 inference, a KV-cache step): OpenBLAS's gemv behind NumPy's product
         # beats MKL's gemm and this module's planning (MLP 784-256-256-10, one sample: 40 us
-        # against 48-54 us, one thread, CPU time; benchmarks/eager_targets.py).
+        # against 48-54 us, one thread, CPU time; benchmarks/eager_targets.py). A small product:
+        # the C call costs about 3 us, more than NumPy's whole product.
         return None
     x, trans_x, ldx = _matrix(x)
     y, trans_y, ldy = _matrix(y)
