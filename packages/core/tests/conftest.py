@@ -118,3 +118,37 @@ def fake_site(tmp_path: Path) -> FakeSite:
 def numpy_backend() -> type[NumpyBackend]:
     """The :class:`NumpyBackend` class, to build throw-away backends."""
     return NumpyBackend
+
+
+# Python run first in a child process so that pullback-cuda looks uninstalled there (its import
+# fails as a missing distribution's does), whatever this environment has installed.
+_HIDE_PULLBACK_CUDA = """
+import importlib.abc, sys
+from pullback import _install_hint
+
+class HideCuda(importlib.abc.MetaPathFinder):  # as if pullback-cuda were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name == "pullback.cuda" or name.startswith("pullback.cuda."):
+            return _install_hint._MissingSubpackageFinder().find_spec(name, path, target)
+
+sys.meta_path.insert(0, HideCuda())
+real_installed = _install_hint._installed
+_install_hint._installed = lambda d: d != "pullback-cuda" and real_installed(d)
+for name in [m for m in sys.modules if m.startswith("pullback")]:
+    if name != "pullback._install_hint":
+        del sys.modules[name]
+"""
+
+
+@pytest.fixture
+def without_pullback_cuda() -> Callable[[str], subprocess.CompletedProcess]:
+    """``run(code)``: ``code`` (dedented) in a child Python where pullback-cuda looks not
+    installed (and its plugin disabled); the completed process, output captured as text."""
+
+    def run(code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", _HIDE_PULLBACK_CUDA + textwrap.dedent(code)],
+                              capture_output=True, text=True, timeout=120,
+                              env={"PULLBACK_DISABLE_PLUGINS": "pullback-cuda",
+                                   "PATH": "/usr/bin:/bin"})
+
+    return run

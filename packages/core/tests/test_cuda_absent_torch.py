@@ -10,9 +10,6 @@ CUDA build without a GPU raises RuntimeError; pullback's DeviceUnavailableError 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 import warnings
 from typing import Any
 
@@ -86,20 +83,7 @@ def test_pullback_cuda_without_a_gpu_answers_as_pytorch(expression):
 
 
 _STAND_IN = """
-    import importlib.abc, json, sys
-    from pullback import _install_hint
-
-    class HideCuda(importlib.abc.MetaPathFinder):  # as if pullback-cuda were not installed
-        def find_spec(self, name, path=None, target=None):
-            if name == "pullback.cuda" or name.startswith("pullback.cuda."):
-                return _install_hint._MissingSubpackageFinder().find_spec(name, path, target)
-
-    sys.meta_path.insert(0, HideCuda())
-    real_installed = _install_hint._installed
-    _install_hint._installed = lambda d: d != "pullback-cuda" and real_installed(d)
-    for name in [m for m in sys.modules if m.startswith("pullback")]:
-        if name != "pullback._install_hint":
-            del sys.modules[name]
+    import json, sys
     import pullback
     sys.path.insert(0, {here!r})
     from test_cuda_absent_torch import CALLS, outcome
@@ -109,13 +93,10 @@ _STAND_IN = """
 """
 
 
-def test_the_stand_in_without_pullback_cuda_answers_as_pytorch():
+def test_the_stand_in_without_pullback_cuda_answers_as_pytorch(without_pullback_cuda):
     from pathlib import Path
 
-    code = textwrap.dedent(_STAND_IN).format(here=str(Path(__file__).parent))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, env={"PULLBACK_DISABLE_PLUGINS": "pullback-cuda",
-                                              "PATH": "/usr/bin:/bin"})
+    result = without_pullback_cuda(_STAND_IN.format(here=str(Path(__file__).parent)))
     assert result.returncode == 0, result.stderr
     ours = json.loads(result.stdout.strip().splitlines()[-1])
     wrong = {call: (ours[call], _expected(call)) for call in CALLS

@@ -9,7 +9,6 @@ import copy
 import io
 import subprocess
 import sys
-import textwrap
 import types
 from typing import Any
 
@@ -205,20 +204,6 @@ def test_accelerator_reports_a_plugins_backend(throwaway_plugin: Any,
 
 
 _WITHOUT_PULLBACK_CUDA = """
-    import importlib.abc, sys
-    from pullback import _install_hint
-
-    class HideCuda(importlib.abc.MetaPathFinder):  # as if pullback-cuda were not installed
-        def find_spec(self, name, path=None, target=None):
-            if name == "pullback.cuda" or name.startswith("pullback.cuda."):
-                return _install_hint._MissingSubpackageFinder().find_spec(name, path, target)
-
-    sys.meta_path.insert(0, HideCuda())
-    real_installed = _install_hint._installed
-    _install_hint._installed = lambda d: d != "pullback-cuda" and real_installed(d)
-    for name in [m for m in sys.modules if m.startswith("pullback")]:
-        if name != "pullback._install_hint":
-            del sys.modules[name]
     import pullback as torch
     assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
     torch.cuda.manual_seed(0)
@@ -232,11 +217,8 @@ _WITHOUT_PULLBACK_CUDA = """
 """
 
 
-def test_pullback_cuda_answers_false_without_pullback_cuda() -> None:
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(_WITHOUT_PULLBACK_CUDA)],
-                            capture_output=True, text=True, timeout=120, env={
-                                "PULLBACK_DISABLE_PLUGINS": "pullback-cuda",
-                                "PATH": "/usr/bin:/bin"})
+def test_pullback_cuda_answers_false_without_pullback_cuda(without_pullback_cuda) -> None:
+    result = without_pullback_cuda(_WITHOUT_PULLBACK_CUDA)
     assert result.returncode == 0, result.stderr
     first, second = result.stdout.strip().splitlines()
     assert first.startswith("cpu | pullback.cuda is provided by pullback-cuda, which is not "
