@@ -47,16 +47,20 @@ _LOSSES = frozenset({
     "triplet_margin_loss", "ctc_loss",
 })
 
+# The products and convolutions both device lists run in low precision (PyTorch's CPU list
+# lowers only the LSTM among the recurrent layers, its CUDA list all of them).
+_PRODUCTS = frozenset({
+    "matmul", "einsum", "nn.linear", "nn.conv2d", "nn.conv3d", "nn.scaled_dot_product_attention",
+    "addmm", "baddbmm", "addbmm", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "prelu",
+})
+
 POLICIES: dict[str, Policy] = {
     # PyTorch's CPU lists: products, convolutions, attention and LSTM layers in bfloat16
     # (or float16); losses, linear algebra, prod, cdist, quantile, 3-d pooling and reflection /
     # replication padding in float32; the rest (softmax, layer norm, sums) as they come.
     "cpu": Policy(
-        lower=frozenset({
-            "matmul", "einsum", "nn.linear", "nn.conv2d", "nn.conv3d",
-            "nn.scaled_dot_product_attention", "nn.recurrent_layer:LSTM", "addmm", "baddbmm",
-            "addbmm", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-        }),
+        lower=_PRODUCTS | {"nn.recurrent_layer:LSTM"},
         float32=_LOSSES | frozenset({
             "prod", "cdist", "quantile", "nanquantile", "trace", "cholesky", "inv", "solve",
             "qr", "svd", "eigh", "det", "logabsdet", "slogdet_sign", "matrix_exp",
@@ -69,11 +73,7 @@ POLICIES: dict[str, Policy] = {
     # in float16; pointwise transcendental functions, reductions, norms, softmax and losses
     # in float32.
     "cuda": Policy(
-        lower=frozenset({
-            "matmul", "einsum", "nn.linear", "nn.conv2d", "nn.conv3d",
-            "nn.scaled_dot_product_attention", "nn.recurrent_layer", "addmm", "baddbmm",
-            "addbmm", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-        }),
+        lower=_PRODUCTS | {"nn.recurrent_layer"},
         float32=_LOSSES | frozenset({
             "sum", "mean", "prod", "cumsum", "cumprod", "logsumexp", "norm2", "exp", "expm1",
             "log", "log1p", "log2", "log10", "pow", "rsqrt", "reciprocal", "softplus", "acos",
