@@ -30,9 +30,10 @@ def _kernel(name: str, n_pointers: int, n_floats: int,
 
 
 def _covered(arrays: tuple[Any, ...]) -> bool:
-    """Whether a kernel taking the parameter first, then its gradient, then state arrays
-    covers these: C-contiguous float32 NumPy arrays of one shape, large enough for a C call to
-    pay, all but the gradient writable, no two overlapping."""
+    """Whether a kernel taking the array it updates first, then the one it only reads (a
+    gradient, ``add_scaled``'s source), then state arrays covers these: C-contiguous float32
+    NumPy arrays of one shape, large enough for a C call to pay, all but the second writable,
+    no two overlapping."""
     first = arrays[0]
     return (all(a.__class__ is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous
                 and a.shape == first.shape for a in arrays)
@@ -46,12 +47,7 @@ def add_scaled(target: Any, source: Any, alpha: float) -> bool:
     """``target += alpha * source`` in one pass, and ``True``; ``False`` (nothing done) unless
     both are C-contiguous float32 NumPy arrays of one shape, large enough for a C call to pay
     (:data:`pullback.native.MIN_NATIVE_ELEMENTS`), not overlapping, and the kernel built."""
-    if (target.__class__ is not np.ndarray or source.__class__ is not np.ndarray
-            or target.dtype != np.float32 or source.dtype != np.float32
-            or target.shape != source.shape or target.size < native.MIN_NATIVE_ELEMENTS
-            or not (target.flags.c_contiguous and target.flags.writeable
-                    and source.flags.c_contiguous)
-            or np.may_share_memory(target, source)):
+    if not _covered((target, source)):
         return False
     kernel = _kernel("add_scaled_f32", 2, 1)
     if kernel is None:
