@@ -1,12 +1,13 @@
-"""One fuzz case of the native max pooling backward (``pullback/nn/_ops/pool.py``'s
-``native_max_pool2d_backward``, over ``_csrc/pool.c``) against the NumPy kernel, run in a
-worker process by ``test_pool_native.py`` (see :mod:`pullback.testing.isolation`): a crash
-there is a failing case, not a dead pytest.
+"""One fuzz case of the native max pooling forward or backward (``pullback/nn/_ops/pool.py``'s
+``native_max_pool2d`` and ``native_max_pool2d_backward``, over ``_csrc/pool.c``) against the
+NumPy kernel, run in a worker process by ``test_pool_native.py`` (see
+:mod:`pullback.testing.isolation`): a crash there is a failing case, not a dead pytest.
 
 A case is a window case of ``test_native_fuzz.py`` (shape, geometry, dtype, layout, seed). For
 valid arguments (``nn_native_fuzz_cases``'s independent oracle of PyTorch's rules) the native
-result, or ``NotImplemented``, must equal the NumPy kernel's to float32 rounding (overlapping
-windows add in another order); for invalid ones both must refuse with a typed pullback error.
+result, or ``NotImplemented``, must equal the NumPy kernel's: the forward's exactly, the
+backward's to float32 rounding (overlapping windows add in another order); for invalid ones
+both must refuse with a typed pullback error.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from nn_native_fuzz_cases import (_compare, _geometry_valid, _outcome, _pairs,  
                                   make_array)
 from pullback.nn._ops import pool  # noqa: E402
 
-_numpy_forward = pool._max_pool_kernel("nn.max_pool2d")(np)
+_numpy_forward = pool._max_pool_kernel("nn.max_pool2d")(np).__wrapped__
 _numpy_backward = pool._max_pool_backward_kernel("nn.max_pool2d_backward")(np).__wrapped__
 
 
@@ -54,7 +55,22 @@ def _backward(case: dict[str, Any]) -> str | None:
     return _compare(native, fallback, valid, exact=False)
 
 
-KERNELS = {"max_pool2d_backward": _backward}
+def _forward(case: dict[str, Any]) -> str | None:
+    geo, _ = _geometry(case)  # (the case's pooled size is the backward's, maybe a wrong one)
+    x = make_array(case["shape"], case["dtype"], case["layout"], case["seed"], case["special"])
+    out_hw = []
+    for a in range(2):  # the pooled size these windows give, for the oracle to check them
+        reach = geo["dilation"][a] * (geo["kernel_size"][a] - 1) + 1
+        padded = x.shape[2 + a] + sum(geo["padding"][a])
+        out_hw.append((padded - reach) // geo["stride"][a] + 1 if geo["stride"][a] else 0)
+    valid = _geometry_valid(x.shape, geo["kernel_size"], geo["stride"], geo["padding"],
+                            geo["dilation"], tuple(out_hw)) and x.dtype.kind in "fiu"
+    native = _outcome(lambda: pool.native_max_pool2d(x, **geo))
+    fallback = _outcome(lambda: _numpy_forward(x, **geo))
+    return _compare(native, fallback, valid, exact=True)
+
+
+KERNELS = {"max_pool2d_backward": _backward, "max_pool2d": _forward}
 
 
 def run_case(case: dict[str, Any]) -> str | None:

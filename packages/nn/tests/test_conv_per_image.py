@@ -13,7 +13,6 @@ import pullback.nn.functional as F
 from pullback import _gemm, native
 from pullback.errors import ShapeError
 from pullback.nn._ops import _native_conv
-from pullback.nn._ops.geometry import check_windows
 
 torch = pytest.importorskip("torch")
 
@@ -66,11 +65,10 @@ def test_per_image_kernels_match_pytorch(geometry, threads) -> None:
     n, c, hw, o, kernel, stride, padding, dilation = geometry
     x, w = _case(n, c, hw, o, kernel)
     expected, grads = _torch_conv(x, w, stride, padding, dilation)
-    out_hw = check_windows("test", x.shape, kernel, stride, padding, dilation)
     before = pb.get_num_threads()
     pb.set_num_threads(threads)
     try:
-        y = _native_conv.conv2d(x, w, out_hw, stride, padding, dilation, 1)
+        y = _native_conv.conv2d(x, w, None, stride, padding, dilation, 1)
         assert y is not NotImplemented and y.shape == expected.shape
         _assert_close(y, expected)
         g = np.random.default_rng(1).standard_normal(y.shape).astype(np.float32)
@@ -102,10 +100,9 @@ def test_the_conv_ops_run_them_with_a_bias_and_match_pytorch() -> None:
 def test_what_they_do_not_cover_goes_to_the_batched_kernel() -> None:
     x, w = _case(2, 4, (16, 16), 4, (3, 3))
     geometry = dict(stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1))
-    out_hw = (14, 14)
-    assert _native_conv.conv2d(x, w, out_hw, groups=2, **geometry) is NotImplemented
-    assert _native_conv.conv2d(x.astype(np.float64), w.astype(np.float64), out_hw, groups=1,
+    assert _native_conv.conv2d(x, w, None, groups=2, **geometry) is NotImplemented
+    assert _native_conv.conv2d(x.astype(np.float64), w.astype(np.float64), None, groups=1,
                                **geometry) is NotImplemented
-    assert _native_conv.conv2d(x, w[:, :3], out_hw, groups=1, **geometry) is NotImplemented
+    assert _native_conv.conv2d(x, w[:, :3], None, groups=1, **geometry) is NotImplemented
     with pytest.raises(ShapeError):  # the op's own check still names the mismatch
         F.conv2d(pb.tensor(x), pb.tensor(w[:, :3]))

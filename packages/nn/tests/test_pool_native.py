@@ -1,7 +1,8 @@
-"""The C backward of max pooling (``_csrc/pool.c`` through ``pool.native_max_pool2d_backward``):
-the NumPy kernel's gradients on geometries with padding, dilation, overlapping windows, ties,
+"""The C forward and backward of max pooling (``_csrc/pool.c`` through
+``pool.native_max_pool2d`` and ``pool.native_max_pool2d_backward``): the NumPy kernel's values
+(bit for bit) and gradients on geometries with padding, dilation, overlapping windows, ties,
 NaN and -inf; PyTorch's gradients in float32; typed refusals of bad arguments; and fuzzing of
-the entry point in a worker process, plain and under ASan+UBSan (``nn_pool_fuzz_cases.py``),
+the entry points in a worker process, plain and under ASan+UBSan (``nn_pool_fuzz_cases.py``),
 as ``test_native_fuzz.py`` does for the other native kernels."""
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from pullback.errors import PullbackError
 from pullback.nn._ops import pool
 
 CASES_FILE = Path(__file__).with_name("nn_pool_fuzz_cases.py")
-ENTRY = "max_pool2d_backward"
-CASES_PER_ENTRY = 1200
-SANITIZED_CASES_PER_ENTRY = 200
+ENTRIES = {"max_pool2d_backward": 1200, "max_pool2d": 600}  # cases each
+SANITIZED_CASES_PER_ENTRY = 150
 
-numpy_forward = pool._max_pool_kernel("nn.max_pool2d")(np)
+numpy_forward = pool._max_pool_kernel("nn.max_pool2d")(np).__wrapped__
 numpy_backward = pool._max_pool_backward_kernel("nn.max_pool2d_backward")(np).__wrapped__
 
 GEOMETRIES = [  # kernel, stride, padding, dilation
@@ -65,6 +65,30 @@ def test_native_equals_numpy(compiled, rng, geometry):
     g = rng.standard_normal(y0.shape).astype(np.float32)
     dx = pool.native_max_pool2d_backward(g, x, y0, **geo)
     np.testing.assert_allclose(dx, numpy_backward(g, x, y0, **geo), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=str)
+def test_native_forward_gives_the_numpy_values_bit_for_bit(compiled, rng, geometry):
+    geo = _geometry(*geometry)
+    for x in (_hard_input(rng), _hard_input(rng, (3, 5, 7, 6))):  # and windows mostly padding
+        y = pool.native_max_pool2d(x, **geo)
+        expected = numpy_forward(x, **geo)
+        assert y is not NotImplemented and y.dtype == np.float32
+        assert y.shape == expected.shape and y.tobytes() == expected.tobytes()
+
+
+def test_native_forward_reads_strided_inputs_and_refuses_what_it_does_not_cover(compiled, rng):
+    from pullback.testing.layouts import laid_out
+
+    geo = _geometry(*GEOMETRIES[1])
+    for layout in ("transposed", "strided"):
+        x = laid_out(rng.standard_normal((2, 3, 20, 21)).astype(np.float32), layout)
+        np.testing.assert_array_equal(pool.native_max_pool2d(x, **geo), numpy_forward(x, **geo))
+    assert pool.native_max_pool2d(np.zeros((1, 1, 8, 8)), **geo) is NotImplemented  # float64
+    assert pool.native_max_pool2d(np.zeros((1, 1, 8, 8, 8), np.float32),
+                                  **{**geo, "kernel_size": (2, 2, 2)}) is NotImplemented
+    with pytest.raises(PullbackError):
+        pool.native_max_pool2d(np.zeros((1, 1, 8, 8), np.float32), **{**geo, "stride": (0, 1)})
 
 
 @pytest.mark.parametrize("layout", ["transposed", "strided"])
@@ -142,12 +166,14 @@ def workers():
     pool_of_workers.close()
 
 
-def test_entry_point_never_crashes_and_agrees_with_numpy(workers):
-    ran = fuzz_in_isolation(workers.get("plain"), window_case(ENTRY), CASES_PER_ENTRY)
-    assert ran >= CASES_PER_ENTRY
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_entry_point_never_crashes_and_agrees_with_numpy(workers, entry):
+    ran = fuzz_in_isolation(workers.get("plain"), window_case(entry), ENTRIES[entry])
+    assert ran >= ENTRIES[entry]
 
 
-def test_entry_point_under_address_and_undefined_behaviour_sanitizers(workers):
-    ran = fuzz_in_isolation(workers.get("sanitized", pytest.skip), window_case(ENTRY),
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_entry_point_under_address_and_undefined_behaviour_sanitizers(workers, entry):
+    ran = fuzz_in_isolation(workers.get("sanitized", pytest.skip), window_case(entry),
                             SANITIZED_CASES_PER_ENTRY)
     assert ran >= SANITIZED_CASES_PER_ENTRY

@@ -58,13 +58,12 @@ def faster_products(device: str) -> Callable[[Any, Callable[..., Any]], Callable
 def _epilogue(node: Any, device: str) -> Callable[..., Any]:
     """A ``compiler.matmul_epilogue`` node on MKL: one product (2-D, or a stack of rows times
     one matrix) with its loop run block by block after it (:meth:`FusedKernel.run_after_product`);
-    anything else, the product (the op's kernel) and then the loop over all of it."""
-    from pullback.registry import get_op
-
+    anything else, the product (the op's kernel; a linear layer's lowered one) and then the loop
+    over all of it."""
     from .passes.epilogue import lower_epilogue
 
     product_op = node.attrs["product"]
-    unfused = lower_epilogue(node, device, product=get_op(product_op).kernel_for(device))
+    unfused = lower_epilogue(node, device)
     kernel, at = node.attrs["kernel"], node.attrs["at"]
     n_args = node.attrs["n_product_args"]
 

@@ -7,13 +7,15 @@ padded copy, the geometry checked again): at batch 1 on a small image that costs
 the arithmetic (LeNet's convolutions took 20-30 us each, most of it Python). Here the geometry
 is fixed once:
 
-* a convolution copies its windows into columns (im2col) through a view whose strides are
-  computed when the program is built (``np.ndarray`` over the zero-padded input: a quarter of
-  ``as_strided``'s cost), then runs the very product and bias add of the eager kernel, on the
-  same columns: the same numbers, bit for bit;
-* a max pooling reads each window offset as a basic slice of the (padded) input, and takes
-  the maximum offset by offset in the eager kernel's order (raster), in one buffer.
-
+* a float32 convolution that eager runs as one GEMM per image (MKL the provider) calls that C
+  kernel straight, without the op's dispatch and checks; any other one copies its windows into
+  columns (im2col) through a view whose strides are computed when the program is built
+  (``np.ndarray`` over the zero-padded input: a quarter of ``as_strided``'s cost), then runs
+  the very product and bias add of the eager kernel, on the same columns: the same numbers, bit
+  for bit;
+* a 2-d float32 max pooling calls eager's C kernel straight; any other reads each window offset
+  as a basic slice of the (padded) input and takes the maximum offset by offset in the eager
+  kernel's order (raster), in one buffer;
 * a linear layer of a 2-d input is the eager kernel's ``x @ w.T`` and ``+= b`` without the
   reshapes and checks around them (a third of its time for one row).
 
@@ -54,10 +56,10 @@ def lower_conv2d(node: Node, device: str) -> Callable[..., Any]:
     if device != "cpu" or x.dtype not in _FLOATS or x.ndim != 4:
         return eager
     attrs = node.attrs
-    from pullback.nn._ops._native_conv import runs_per_image
+    from pullback.nn._ops import _native_conv
 
-    if runs_per_image(x.dtype, int(attrs.get("groups", 1))):
-        return eager  # eager's kernel is one GEMM per image, not the columns below
+    if _native_conv.runs_per_image(x.dtype, int(attrs.get("groups", 1))):
+        return _per_image_conv2d(node, eager)
     n, c, height, width = x.shape
     o, groups = w.shape[0], int(attrs.get("groups", 1))
     kernel, out_hw = tuple(w.shape[2:]), tuple(node.output.shape[2:])
@@ -94,6 +96,30 @@ def lower_conv2d(node: Node, device: str) -> Callable[..., Any]:
     return conv
 
 
+def _per_image_conv2d(node: Node, eager: Callable[..., Any]) -> Callable[..., Any]:
+    """A float32 convolution that eager runs as one GEMM per image (``_native_conv``): that
+    kernel, called without the op's dispatch and checks (its geometry is checked once, here)."""
+    from pullback.nn._ops import _native_conv
+
+    attrs = node.attrs
+    geometry = (tuple(attrs["stride"]), tuple(map(tuple, attrs["padding"])),
+                tuple(attrs["dilation"]), int(attrs.get("groups", 1)))
+    x = node.inputs[0]
+    static = (tuple(x.shape), x.dtype)
+    _native_conv.conv2d_geometry("nn.conv2d", static[0], tuple(node.inputs[1].shape[2:]),
+                                 *geometry[:3])
+    conv2d = _native_conv.conv2d
+
+    def conv(x: Any, w: Any, b: Any) -> Any:
+        if x.__class__ is np.ndarray and (x.shape, x.dtype) == static:
+            y = conv2d(x, w, b, *geometry)
+            if y is not NotImplemented:
+                return y, None
+        return eager(x, w, b)
+
+    return conv
+
+
 def lower_max_pool(node: Node, device: str) -> Callable[..., Any]:
     """``nn.max_pool2d`` and ``nn.max_pool3d``: the maximum over the window offsets, each a
     basic slice of the input padded with the dtype's lowest value."""
@@ -111,9 +137,19 @@ def lower_max_pool(node: Node, device: str) -> Callable[..., Any]:
                     for at in offsets(kernel)]
     static = (tuple(x.shape), x.dtype)
 
+    from pullback.nn._ops.pool import native_max_pool2d
+
+    in_c = len(kernel) == 2 and x.dtype == np.float32  # eager's C kernel: the same values
+    geometry = {"kernel_size": kernel, "stride": tuple(attrs["stride"]),
+                "padding": tuple(map(tuple, padding)), "dilation": dilation}
+
     def max_pool(x: Any) -> Any:
         if x.__class__ is not np.ndarray or (x.shape, x.dtype) != static:
             return eager(x)
+        if in_c:
+            y = native_max_pool2d(x, **geometry)
+            if y is not NotImplemented:
+                return y
         source = pad_input(np, x, padding, -np.inf)
         best = source[first].copy()
         for window in rest:

@@ -15,6 +15,7 @@ into one product in order, then the chunks' products.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import pullback
 from pullback import _gemm, native
 
 from . import _native
-from .geometry import PaddingNd, Sizes
+from .geometry import PaddingNd, Sizes, check_windows
 
 _CBLAS_INT_MAX = 2**31 - 1
 
@@ -42,15 +43,15 @@ def _chunks(n: int) -> int:
 def _run(name: str, n: int, c: int, o: int, spatial: tuple[int, int], sizes: tuple[int, ...],
          *arrays: Any) -> bool:
     """``name`` over the batch's chunks (``False`` without a C compiler); MemoryError where a
-    thread could not allocate its columns."""
-    kernel = _native._function(name, 5, 16, source="im2col")
+    thread could not allocate its columns. ``None`` in ``arrays`` goes to C as NULL."""
+    kernel = _native._function(name, 2 + len(arrays), 16, source="im2col")
     if kernel is None:
         return False
     kh, kw, ho, wo = sizes[:4]
     chunks = _chunks(n)
     failed = np.zeros(chunks, np.int64)
     native.run_rows(kernel, chunks, (n // chunks) * o * c * kh * kw * ho * wo, _sgemm(),
-                    *(native.address(a) for a in arrays), native.address(failed), n, chunks, c,
+                    *(native.pointer(a) for a in arrays), native.address(failed), n, chunks, c,
                     o, *spatial, *sizes)
     if failed.any():
         raise MemoryError(f"{name}: no memory for one image's columns ({c * kh * kw} x "
@@ -59,39 +60,53 @@ def _run(name: str, n: int, c: int, o: int, spatial: tuple[int, int], sizes: tup
 
 
 def _covers(groups: int, *arrays: Any) -> tuple[Any, ...] | None:
-    """The arrays as C-contiguous float32 ones, or ``None`` when these kernels do not apply."""
+    """The arrays as C-contiguous float32 ones (``None`` entries kept), or ``None`` when these
+    kernels do not apply. Small arrays are covered too: the op's batched kernel costs more in
+    Python than one C call at any size (a batch-1 convolution of 1x28x28: 26 us against 9)."""
     if groups != 1 or _sgemm() is None:
         return None
-    found = native.float32_inputs(*arrays)
-    if found is None or any(max(a.shape) > _CBLAS_INT_MAX for a in found):
-        return None
-    return found
+    for a in arrays:
+        if a is not None and (a.__class__ is not np.ndarray or a.dtype != np.float32
+                              or a.size == 0 or max(a.shape, default=0) > _CBLAS_INT_MAX):
+            return None  # (an empty operand has no product: MKL would refuse its sizes)
+    return tuple(a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a)
+                 for a in arrays)
+
+
+@functools.lru_cache(maxsize=256)
+def conv2d_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Sizes,
+                    padding: PaddingNd, dilation: Sizes) -> tuple[Sizes, tuple[int, ...]]:
+    """The output size of a 2-d convolution of an input of ``shape`` by a ``kernel`` and the
+    sizes ``im2col.c`` takes, after the geometry is checked (once per geometry)."""
+    out_hw = check_windows(where, shape, kernel, stride, padding, dilation)
+    return out_hw, _native._geometry(where, shape, kernel, out_hw, stride, padding, dilation)
 
 
 def runs_per_image(dtype: Any, groups: int) -> bool:
     """Whether a 2-d convolution of ``dtype`` with ``groups`` runs here (one GEMM per image)
-    rather than as the op's batched im2col: what a compiled program's own lowering of the op
-    must know to give eager's bits."""
+    rather than as the op's batched im2col."""
     return (np.dtype(dtype) == np.float32 and groups == 1 and _sgemm() is not None
-            and _native._function("conv_forward_f32", 5, 16, source="im2col") is not None)
+            and _native._function("conv_forward_f32", 6, 16, source="im2col") is not None)
 
 
-def conv2d(x: Any, w: Any, out_hw: Sizes, stride: Sizes, padding: PaddingNd, dilation: Sizes,
-           groups: int) -> Any:
-    """The convolution (N, O, Ho, Wo) of ``x`` by ``w``, without bias, or ``NotImplemented``."""
-    found = _covers(groups, x, w)
+def conv2d(x: Any, w: Any, b: Any, stride: Sizes, padding: PaddingNd, dilation: Sizes,
+           groups: int, where: str = "nn.conv2d") -> Any:
+    """The convolution (N, O, Ho, Wo) of ``x`` by ``w``, plus the bias ``b`` (or ``None``), or
+    ``NotImplemented``. The geometry is checked first."""
+    found = _covers(groups, x, w, b)
     if found is None:
         return NotImplemented
-    x, w = found
-    (n, c, h, wd), o = x.shape, w.shape[0]
-    if w.ndim != 4 or w.shape[1] != c:
+    x, w, b = found
+    if (x.ndim != 4 or w.ndim != 4 or w.shape[1] != x.shape[1]
+            or (b is not None and b.shape != w.shape[:1])):
         return NotImplemented  # the op's kernel raises its shape error
-    sizes = _native._geometry("nn.conv2d", tuple(x.shape), tuple(w.shape[2:]), tuple(out_hw),
-                              stride, padding, dilation)
+    (n, c, h, wd), o = x.shape, w.shape[0]
+    out_hw, sizes = conv2d_geometry(where, x.shape, w.shape[2:], tuple(stride),
+                                    tuple(map(tuple, padding)), tuple(dilation))
     if c * w.shape[2] * w.shape[3] > _CBLAS_INT_MAX or out_hw[0] * out_hw[1] > _CBLAS_INT_MAX:
         return NotImplemented
-    y = np.empty((n, o) + tuple(out_hw), np.float32)
-    if not _run("conv_forward_f32", n, c, o, (h, wd), sizes, x, w, y):
+    y = np.empty((n, o) + out_hw, np.float32)
+    if not _run("conv_forward_f32", n, c, o, (h, wd), sizes, x, w, b, y):
         return NotImplemented
     return y
 

@@ -139,20 +139,17 @@ def _conv_kernel(where: str) -> Any:
     def factory(xp: Any) -> Any:
         def conv(x: Any, w: Any, b: Any, *, stride: Sizes, padding: PaddingNd,
                  dilation: Sizes, groups: int) -> Any:
+            if xp is np and len(stride) == 2:
+                # one GEMM per image, bias added in C (the backward rebuilds the columns it
+                # needs); its checks are cached per geometry: what a batch-1 call pays
+                y = _native_conv.conv2d(x, w, b, stride, padding, dilation, groups, where)
+                if y is not NotImplemented:
+                    return y, None
             check_same_dtype(where, ("input", x), ("weight", w), ("bias", b))
-            y = saved = NotImplemented
-            if xp is np and len(stride) == 2 and w.ndim == 4:
-                # one GEMM per image (the backward then rebuilds the columns it needs)
-                out_hw = check_windows(where, tuple(x.shape), tuple(w.shape[2:]), stride,
-                                       padding, dilation)
-                y, saved = _native_conv.conv2d(x, w, out_hw, stride, padding, dilation,
-                                               groups), None
-            if y is NotImplemented:
-                y, cols = _convolve(xp, x, w, stride, padding, dilation, groups, where)
-                saved = (cols,)
+            y, cols = _convolve(xp, x, w, stride, padding, dilation, groups, where)
             if b is not None:
                 y += b.reshape((1, -1) + (1,) * len(stride))
-            return y, saved
+            return y, (cols,)
 
         return conv
 

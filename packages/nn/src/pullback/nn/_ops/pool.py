@@ -12,9 +12,11 @@ input (``return_indices=True``).
 Average pooling is linear; it and its adjoint ``nn.avg_pool2d_grad`` are each other's gradients.
 
 The NumPy kernels loop over the window offsets with strided views (no im2col copy, no
-scatter-add). The backward of 2-d max pooling on float32 CPU arrays runs a C loop instead
-(``_csrc/pool.c``: one pass per plane, each gradient routed to the same position), where those
-passes measured about 30 % of a small CNN's per-sample-gradient time.
+scatter-add). 2-d max pooling and its backward on float32 CPU arrays run C loops instead
+(``_csrc/pool.c``: one pass per plane; the forward gives the NumPy kernel's values bit for bit,
+the backward routes each gradient to the same position): the backward's passes measured about
+30 % of a small CNN's per-sample-gradient time, the forward's Python (a padded copy, a strided
+view, one call per window offset) most of a batch-1 CNN's pooling.
 Attributes: ``kernel_size``, ``stride`` and ``dilation`` have one int per spatial axis,
 ``padding`` one ``(before, after)`` pair per axis. Padding is symmetric as PyTorch takes it; an
 ``after`` larger than ``before`` is the room that ``ceil_mode`` gives the last windows, which
@@ -23,6 +25,7 @@ average pooling never counts in its divisor.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -63,6 +66,36 @@ def _at(offset: tuple[int, ...]) -> tuple[Any, ...]:
     return (slice(None), slice(None)) + offset
 
 
+@functools.lru_cache(maxsize=256)
+def pool2d_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Sizes,
+                    padding: PaddingNd, dilation: Sizes) -> tuple[Sizes, tuple[int, ...]]:
+    """The pooled size of a 2-d pooling of an input of ``shape`` and the sizes ``pool.c`` takes,
+    after the geometry is checked (once per geometry: a batch-1 call spends more in these checks
+    than in the C loop)."""
+    out_hw = check_windows(where, shape, kernel, stride, padding, dilation)
+    return out_hw, _native._geometry(where, shape, kernel, out_hw, stride, padding, dilation)
+
+
+def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: PaddingNd,
+                      dilation: Sizes, where: str = "nn.max_pool2d") -> Any:
+    """The C forward of 2-d max pooling for a float32 (N, C, H, W) NumPy array (the NumPy
+    kernel's values, bit for bit), or ``NotImplemented`` (other ranks and dtypes, no compiler).
+    The geometry is checked first."""
+    if (x.__class__ is not np.ndarray or x.dtype != np.float32 or x.ndim != 4
+            or len(kernel_size) != 2):
+        return NotImplemented
+    kernel = _native._function("max_pool2d_f32", 2, 12, source="pool")
+    if kernel is None:
+        return NotImplemented
+    out_hw, sizes = pool2d_geometry(where, x.shape, tuple(kernel_size), tuple(stride),
+                                    tuple(map(tuple, padding)), tuple(dilation))
+    x = np.ascontiguousarray(x)
+    n, c, h, w = x.shape
+    y = np.empty((n, c) + out_hw, np.float32)
+    native.run_rows(kernel, n * c, h * w, native.address(x), native.address(y), h, w, *sizes)
+    return y
+
+
 def native_max_pool2d_backward(g: Any, x: Any, out: Any, *, kernel_size: Sizes, stride: Sizes,
                                padding: PaddingNd, dilation: Sizes,
                                where: str = "nn.max_pool2d_backward") -> Any:
@@ -100,6 +133,9 @@ def _max_pool_kernel(where: str) -> Any:
                 xp.maximum(best, win[_at(offset)], out=best)
             return best
 
+        if xp is np:
+            return native.native_first(
+                lambda x, **geometry: native_max_pool2d(x, where=where, **geometry), max_pool)
         return max_pool
 
     return factory

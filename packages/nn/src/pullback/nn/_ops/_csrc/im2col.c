@@ -107,12 +107,14 @@ enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 
 #define CHUNK_IMAGES(k) (n * (k) / chunks)
 
-/* y[b] = w (O x C*kh*kw) @ im2col(x[b]) */
+/* y[b] = w (O x C*kh*kw) @ im2col(x[b]), then + bias[o] on each output channel's plane when
+ * bias is not NULL (the float32 sums NumPy's y += b makes, on the product while it is in the
+ * cache) */
 void conv_forward_f32(int64_t lo, int64_t hi, void *gemm, const float *x, const float *w,
-                      float *y, int64_t *failed, int64_t n, int64_t chunks, int64_t c,
-                      int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw, int64_t ho,
-                      int64_t wo, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
-                      int64_t dw) {
+                      const float *bias, float *y, int64_t *failed, int64_t n, int64_t chunks,
+                      int64_t c, int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw,
+                      int64_t ho, int64_t wo, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                      int64_t dh, int64_t dw) {
     const int64_t ckk = c * kh * kw, hw = ho * wo;
     float *cols = malloc((size_t)(ckk * hw) * sizeof(float));
     if (!cols) {
@@ -122,8 +124,12 @@ void conv_forward_f32(int64_t lo, int64_t hi, void *gemm, const float *x, const 
     for (int64_t b = CHUNK_IMAGES(lo); b < CHUNK_IMAGES(hi); b++) {
         walk(0, c, (float *)x + b * c * h * wd, cols, h, wd, kh, kw, ho, wo, sh, sw, pt, pl, dh,
              dw, 0);
+        float *yb = y + b * o * hw;
         ((sgemm_t)gemm)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int)o, (int)hw, (int)ckk, 1.0f, w,
-                        (int)ckk, cols, (int)hw, 0.0f, y + b * o * hw, (int)hw);
+                        (int)ckk, cols, (int)hw, 0.0f, yb, (int)hw);
+        if (bias)
+            for (int64_t k = 0; k < o; k++)
+                for (int64_t i = 0; i < hw; i++) yb[k * hw + i] += bias[k];
     }
     free(cols);
 }
