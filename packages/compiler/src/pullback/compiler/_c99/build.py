@@ -104,15 +104,20 @@ class CLibrary:
         path: the shared library.
         name: the export's entry-point name (``name_multi`` is called).
         inputs, outputs: ``(shape, dtype)`` of each.
+
+    Attributes:
+        function: the ctypes function ``name_multi``, taking each input's and then each
+            output's data address (C-contiguous arrays of the shapes and dtypes above).
     """
 
     def __init__(self, path: Path, name: str, inputs: list[tuple[tuple[int, ...], np.dtype]],
                  outputs: list[tuple[tuple[int, ...], np.dtype]]) -> None:
         self.path = path
         self._library = load_library(path)
-        self._function = getattr(self._library, f"{name}_multi")
-        self._function.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
-        self._function.restype = None
+        # name_multi(inputs..., outputs...), each a data address
+        self.function = getattr(self._library, f"{name}_multi")
+        self.function.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
+        self.function.restype = None
         self.inputs, self.outputs = inputs, outputs
 
     def __call__(self, *arrays: Any) -> list[np.ndarray]:
@@ -125,5 +130,5 @@ class CLibrary:
                 raise ValueError(f"input {i} has shape {a.shape}; the export takes {shape}")
             held.append(a)
         outs = [np.empty(shape, dtype) for shape, dtype in self.outputs]
-        self._function(*[a.ctypes.data for a in held + outs])
+        self.function(*[a.ctypes.data for a in held + outs])
         return outs
