@@ -311,6 +311,8 @@ def matmul(x: Any, y: Any) -> np.ndarray | None:
     lib = _chosen[0] if _chosen else mkl()
     if lib is None:
         return None
+    if getattr(x, "ndim", 0) == 2 and x.shape[0] == 1 and getattr(y, "ndim", 0) == 2:
+        return None  # one row: NumPy's (see _operands), before the layout look-up (batch 1)
     layout = _layout(x, y)
     known = _PLANS.get(layout) if layout is not None else None
     if known is not None:  # the common case, kept short: a product of a layout seen before

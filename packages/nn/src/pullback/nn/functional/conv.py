@@ -67,6 +67,35 @@ def _check_conv(where: str, rank: int, x: Tensor, weight: Tensor, bias: Tensor |
     check_same_dtype(where, ("input", x), ("weight", weight), ("bias", bias))
 
 
+# The window arguments checked and normalized, by (where, rank, input shape, kernel, stride,
+# padding, dilation): a batch-1 layer spent more in these checks than in its C kernel.
+_CHECKED: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+_MAX_CHECKED = 512
+
+
+def _windows(where: str, rank: int, shape: tuple[int, ...], kernel: tuple[int, ...],
+             stride: Any, padding: Any, dilation: Any) -> tuple[Any, PaddingNd, Any]:
+    """``(stride, padding pairs, dilation)`` of a convolution over an input of ``shape``, each
+    checked (the windows fit the padded input), remembered per hashable set of arguments."""
+    key = (where, rank, shape, kernel, stride, padding, dilation, stride.__class__,
+           dilation.__class__)  # (stride=True equals 1 as a key, but is refused)
+    try:
+        known = _CHECKED.get(key)
+    except TypeError:  # a list among the arguments: checked every time
+        known, key = None, None
+    if known is None:
+        stride_ = ntuple(stride, rank, where, "stride")
+        dilation_ = ntuple(dilation, rank, where, "dilation")
+        pads = conv_padding(padding, kernel, stride_, dilation_, where)
+        check_windows(where, shape, kernel, stride_, pads, dilation_)
+        known = (stride_, pads, dilation_)
+        if key is not None:
+            if len(_CHECKED) >= _MAX_CHECKED:
+                _CHECKED.clear()
+            _CHECKED[key] = known
+    return known
+
+
 def _lift(x: Tensor, rank: int) -> Tensor:
     """A 1-d tensor (N, C, L) as a 2-d one (N, C, 1, L); others as they are."""
     return x.unsqueeze(2) if rank == 1 else x
@@ -83,11 +112,8 @@ def _convolve(where: str, rank: int, input: Tensor, weight: Tensor, bias: Tensor
                          dilation, groups)[0]
     expect_ndim(where, weight, (rank + 2,), "weight")
     _check_conv(where, rank, input, weight, bias, groups, weight.shape[1] * groups)
-    stride_ = ntuple(stride, rank, where, "stride")
-    dilation_ = ntuple(dilation, rank, where, "dilation")
-    kernel = tuple(weight.shape[2:])
-    pads = conv_padding(padding, kernel, stride_, dilation_, where)
-    check_windows(where, tuple(input.shape), kernel, stride_, pads, dilation_)
+    stride_, pads, dilation_ = _windows(where, rank, tuple(input.shape), tuple(weight.shape[2:]),
+                                        stride, padding, dilation)
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ShapeError(f"{where}: bias of shape {tuple(bias.shape)} does not fit "
                          f"{weight.shape[0]} output channels")
