@@ -50,36 +50,54 @@ def _run(name: str, n: int, c: int, o: int, spatial: tuple[int, int], sizes: tup
     kh, kw, ho, wo = sizes[:4]
     chunks = _chunks(n)
     failed = np.zeros(chunks, np.int64)
+    pointer = native.pointer
     native.run_rows(kernel, chunks, (n // chunks) * o * c * kh * kw * ho * wo, _sgemm(),
-                    *(native.pointer(a) for a in arrays), native.address(failed), n, chunks, c,
-                    o, *spatial, *sizes)
-    if failed.any():
+                    *[pointer(a) for a in arrays], native.address(failed), n, chunks, c, o,
+                    *spatial, *sizes)
+    if failed[0] or (chunks > 1 and failed.any()):
         raise MemoryError(f"{name}: no memory for one image's columns ({c * kh * kw} x "
                           f"{ho * wo} floats)")
     return True
 
 
-def _covers(groups: int, *arrays: Any) -> tuple[Any, ...] | None:
+def _covers(groups: int, *arrays: Any) -> list[Any] | None:
     """The arrays as C-contiguous float32 ones (``None`` entries kept), or ``None`` when these
     kernels do not apply. Small arrays are covered too: the op's batched kernel costs more in
     Python than one C call at any size (a batch-1 convolution of 1x28x28: 26 us against 9)."""
     if groups != 1 or _sgemm() is None:
         return None
+    found = []
     for a in arrays:
-        if a is not None and (a.__class__ is not np.ndarray or a.dtype != np.float32
-                              or a.size == 0 or max(a.shape, default=0) > _CBLAS_INT_MAX):
-            return None  # (an empty operand has no product: MKL would refuse its sizes)
-    return tuple(a if a is None or a.flags.c_contiguous else np.ascontiguousarray(a)
-                 for a in arrays)
+        if a is not None:
+            if (a.__class__ is not np.ndarray or a.dtype != np.float32 or a.size == 0
+                    or (a.size > _CBLAS_INT_MAX and max(a.shape) > _CBLAS_INT_MAX)):
+                return None  # (an empty operand has no product: MKL would refuse its sizes)
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+        found.append(a)
+    return found
 
 
 @functools.lru_cache(maxsize=256)
 def conv2d_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Sizes,
-                    padding: PaddingNd, dilation: Sizes) -> tuple[Sizes, tuple[int, ...]]:
-    """The output size of a 2-d convolution of an input of ``shape`` by a ``kernel`` and the
-    sizes ``im2col.c`` takes, after the geometry is checked (once per geometry)."""
+                    padding: PaddingNd, dilation: Sizes) -> tuple[Sizes, tuple[int, ...], bool]:
+    """The output size of a 2-d convolution of an input of ``shape`` by a ``kernel``, the sizes
+    ``im2col.c`` takes, and whether CBLAS's int sizes hold its products, after the geometry is
+    checked (once per geometry)."""
     out_hw = check_windows(where, shape, kernel, stride, padding, dilation)
-    return out_hw, _native._geometry(where, shape, kernel, out_hw, stride, padding, dilation)
+    fits = (shape[1] * kernel[0] * kernel[1] <= _CBLAS_INT_MAX
+            and out_hw[0] * out_hw[1] <= _CBLAS_INT_MAX)
+    return out_hw, _native._geometry(where, shape, kernel, out_hw, stride, padding,
+                                     dilation), fits
+
+
+def _forward_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Any,
+                      padding: Any, dilation: Any) -> tuple[Sizes, tuple[int, ...], bool]:
+    try:
+        return conv2d_geometry(where, shape, kernel, stride, padding, dilation)
+    except TypeError:  # lists among the arguments
+        return conv2d_geometry(where, shape, kernel, tuple(stride), tuple(map(tuple, padding)),
+                               tuple(dilation))
 
 
 def runs_per_image(dtype: Any, groups: int) -> bool:
@@ -101,9 +119,9 @@ def conv2d(x: Any, w: Any, b: Any, stride: Sizes, padding: PaddingNd, dilation: 
             or (b is not None and b.shape != w.shape[:1])):
         return NotImplemented  # the op's kernel raises its shape error
     (n, c, h, wd), o = x.shape, w.shape[0]
-    out_hw, sizes = conv2d_geometry(where, x.shape, w.shape[2:], tuple(stride),
-                                    tuple(map(tuple, padding)), tuple(dilation))
-    if c * w.shape[2] * w.shape[3] > _CBLAS_INT_MAX or out_hw[0] * out_hw[1] > _CBLAS_INT_MAX:
+    out_hw, sizes, fits = _forward_geometry(where, x.shape, w.shape[2:], stride, padding,
+                                            dilation)
+    if not fits:
         return NotImplemented
     y = np.empty((n, o) + out_hw, np.float32)
     if not _run("conv_forward_f32", n, c, o, (h, wd), sizes, x, w, b, y):

@@ -87,8 +87,11 @@ def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: Pad
     kernel = _native._function("max_pool2d_f32", 2, 12, source="pool")
     if kernel is None:
         return NotImplemented
-    out_hw, sizes = pool2d_geometry(where, x.shape, tuple(kernel_size), tuple(stride),
-                                    tuple(map(tuple, padding)), tuple(dilation))
+    try:
+        out_hw, sizes = pool2d_geometry(where, x.shape, kernel_size, stride, padding, dilation)
+    except TypeError:  # lists among the arguments
+        out_hw, sizes = pool2d_geometry(where, x.shape, tuple(kernel_size), tuple(stride),
+                                        tuple(map(tuple, padding)), tuple(dilation))
     x = np.ascontiguousarray(x)
     n, c, h, w = x.shape
     y = np.empty((n, c) + out_hw, np.float32)
