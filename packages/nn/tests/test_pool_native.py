@@ -85,6 +85,8 @@ def test_native_forward_reads_strided_inputs_and_refuses_what_it_does_not_cover(
         x = laid_out(rng.standard_normal((2, 3, 20, 21)).astype(np.float32), layout)
         np.testing.assert_array_equal(pool.native_max_pool2d(x, **geo), numpy_forward(x, **geo))
     assert pool.native_max_pool2d(np.zeros((1, 1, 8, 8)), **geo) is NotImplemented  # float64
+    big = np.zeros((4, 8, 128, 128), np.float32)  # (NumPy's strided loops are as fast there)
+    assert pool.native_max_pool2d(big, **geo) is NotImplemented
     assert pool.native_max_pool2d(np.zeros((1, 1, 8, 8, 8), np.float32),
                                   **{**geo, "kernel_size": (2, 2, 2)}) is NotImplemented
     with pytest.raises(PullbackError):

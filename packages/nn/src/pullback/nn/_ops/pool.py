@@ -12,11 +12,11 @@ input (``return_indices=True``).
 Average pooling is linear; it and its adjoint ``nn.avg_pool2d_grad`` are each other's gradients.
 
 The NumPy kernels loop over the window offsets with strided views (no im2col copy, no
-scatter-add). 2-d max pooling and its backward on float32 CPU arrays run C loops instead
-(``_csrc/pool.c``: one pass per plane; the forward gives the NumPy kernel's values bit for bit,
-the backward routes each gradient to the same position): the backward's passes measured about
-30 % of a small CNN's per-sample-gradient time, the forward's Python (a padded copy, a strided
-view, one call per window offset) most of a batch-1 CNN's pooling.
+scatter-add). 2-d max pooling's backward on float32 CPU arrays, and its forward on small ones, run C loops
+instead (``_csrc/pool.c``: one pass per plane; the forward gives the NumPy kernel's values bit
+for bit, the backward routes each gradient to the same position): the backward's passes
+measured about 30 % of a small CNN's per-sample-gradient time, the forward's Python (a padded
+copy, a strided view, one call per window offset) most of a batch-1 CNN's pooling.
 Attributes: ``kernel_size``, ``stride`` and ``dilation`` have one int per spatial axis,
 ``padding`` one ``(before, after)`` pair per axis. Padding is symmetric as PyTorch takes it; an
 ``after`` larger than ``before`` is the room that ``ceil_mode`` gives the last windows, which
@@ -76,11 +76,19 @@ def pool2d_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: S
     return out_hw, _native._geometry(where, shape, kernel, out_hw, stride, padding, dilation)
 
 
+# The C forward pays below this many pooled values: its cost is the NumPy kernel's Python (a
+# padded copy, a strided view, a call per window offset: about 10 us) at batch 1, while on
+# large arrays NumPy's strided loops are as fast or faster (batch 64, one thread: 16x28x28
+# planes 0.85 ms in C against 1.0, 32x14x14 planes 0.85 against 0.46).
+MAX_NATIVE_POOLED = 1 << 15
+
+
 def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: PaddingNd,
                       dilation: Sizes, where: str = "nn.max_pool2d") -> Any:
     """The C forward of 2-d max pooling for a float32 (N, C, H, W) NumPy array (the NumPy
-    kernel's values, bit for bit), or ``NotImplemented`` (other ranks and dtypes, no compiler).
-    The geometry is checked first."""
+    kernel's values, bit for bit) of fewer than ``MAX_NATIVE_POOLED`` pooled values, or
+    ``NotImplemented`` (larger ones, other ranks and dtypes, no compiler). The geometry is
+    checked first."""
     if (x.__class__ is not np.ndarray or x.dtype != np.float32 or x.ndim != 4
             or len(kernel_size) != 2):
         return NotImplemented
@@ -92,8 +100,10 @@ def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: Pad
     except TypeError:  # lists among the arguments
         out_hw, sizes = pool2d_geometry(where, x.shape, tuple(kernel_size), tuple(stride),
                                         tuple(map(tuple, padding)), tuple(dilation))
-    x = np.ascontiguousarray(x)
     n, c, h, w = x.shape
+    if n * c * out_hw[0] * out_hw[1] >= MAX_NATIVE_POOLED:
+        return NotImplemented
+    x = np.ascontiguousarray(x)
     y = np.empty((n, c) + out_hw, np.float32)
     native.run_rows(kernel, n * c, h * w, native.address(x), native.address(y), h, w, *sizes)
     return y

@@ -11,7 +11,8 @@
  * The forward takes each window's maximum offset by offset in raster order with NumPy's
  * maximum (a NaN wins), so it gives the NumPy kernel's values bit for bit; it pays where the
  * NumPy kernel's Python (a padded copy, a strided view, one call per offset) costs more than
- * the arithmetic: a small image (batch-1 inference: 8x28x28 in 1.0 us against 12 us).
+ * the arithmetic: small inputs (pool.py's MAX_NATIVE_POOLED; batch-1 inference: 8x28x28 in
+ * about 4 us against 12 us), not large ones, where NumPy's strided loops are as fast.
  *
  * What the callers guarantee (pullback/nn/_ops/pool.py checks it with geometry.py, through
  * _native.py's _geometry, before every call; nothing here checks it again):
@@ -31,8 +32,16 @@ static inline float at(const float *plane, int64_t r, int64_t c, int64_t h, int6
     return (r >= 0 && r < h && c >= 0 && c < w) ? plane[r * w + c] : -INFINITY;
 }
 
-/* np.maximum's float rule: a when a >= b or a is NaN, else b (so a NaN in either wins) */
-static inline float maximum(float a, float b) { return (a >= b || a != a) ? a : b; }
+/* np.maximum's float rule: a when a >= b or a is NaN, else b (so a NaN in either wins, a's
+ * when both are). Written without a data-dependent branch: (b > a ? b : a) is one MAXSS, and
+ * the case it gets wrong (b NaN, a not) is patched with a bit mask; the plain ternaries
+ * compiled to branches that random data mispredicted about every other window (4.6x slower). */
+static inline float maximum(float a, float b) {
+    union { float f; uint32_t u; } m = {(b > a) ? b : a}, nan_b = {b};
+    uint32_t take_b = -(uint32_t)((b != b) & (a == a));
+    m.u = (m.u & ~take_b) | (nan_b.u & take_b);
+    return m.f;
+}
 
 /* One pooled row's windows j_lo..j_hi, all inside the image, whose first offset starts at
  * row r0, column j*sw + c: offset by offset over the row (loops over j that vectorize), in the
@@ -41,6 +50,13 @@ static void max_row(float *restrict yrow, const float *restrict xp, int64_t w, i
                     int64_t c, int64_t j_lo, int64_t j_hi, int64_t kh, int64_t kw, int64_t sw,
                     int64_t dh, int64_t dw) {
     const float *first = xp + r0 * w + c;
+    if (kh == 2 && kw == 2 && sw == 2 && dw == 1) { /* the common 2x2 pooling, in one pass */
+        const float *below = first + dh * w;
+        for (int64_t j = j_lo; j < j_hi; j++)
+            yrow[j] = maximum(maximum(maximum(first[2 * j], first[2 * j + 1]), below[2 * j]),
+                              below[2 * j + 1]);
+        return;
+    }
     for (int64_t j = j_lo; j < j_hi; j++) yrow[j] = first[j * sw];
     for (int64_t p = 0; p < kh; p++)
         for (int64_t q = (p == 0); q < kw; q++) {
