@@ -138,6 +138,18 @@ def test_a_model_the_c_writer_cannot_take_warns_once_and_runs_the_program():
     assert fast.frozen.builds == 0
 
 
+def test_a_model_with_too_many_weights_is_not_frozen(monkeypatch):
+    from pullback.compiler import _frozen
+
+    monkeypatch.setattr(_frozen, "MAX_FROZEN_WEIGHT_BYTES", 1000)
+    model = _mlp().eval()  # 3,365 weights
+    fast = compile(model, freeze=True)
+    x = pb.randn(2, 20)
+    with pytest.warns(RuntimeWarning, match="MiB of weights"), pb.no_grad():
+        np.testing.assert_array_equal(fast(x).numpy(), _eager(model, x))
+    assert fast.frozen.builds == 0
+
+
 class _TwoHeads(nn.Module):
     def __init__(self) -> None:
         super().__init__()

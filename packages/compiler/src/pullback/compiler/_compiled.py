@@ -408,8 +408,8 @@ def compile(fn: Callable[..., Any], *, fullgraph: bool = False, passes: Any = No
             Its results agree with eager's to float32 rounding, not bit for bit; a frozen
             parameter or buffer that changes (another array, or a new version: in-place ops,
             optimizer steps, ``load_state_dict``) rebuilds the program. Other calls, and
-            models with an op the C writer lacks (one ``RuntimeWarning``), run the compiled
-            Python program as without ``freeze``.
+            models with an op the C writer lacks or more than 16 MiB of weights (one
+            ``RuntimeWarning``), run the compiled Python program as without ``freeze``.
 
     Returns:
         A :class:`CompiledFunction`.
