@@ -17,9 +17,10 @@ rebuilds when one changed. A write straight into ``tensor.array`` that bypasses
 :func:`pullback.optim.mark_modified` is not seen.
 
 Anything else (gradients wanted, a module in training mode, keyword arguments, arguments that
-are not CPU Tensors, a model with an op the C writer lacks, no C compiler) returns
-``NotImplemented``, and the caller runs the compiled Python program; a model that cannot be
-frozen is said once, with the reason.
+are not CPU Tensors, a model with an op the C writer lacks or more than
+``MAX_FROZEN_WEIGHT_BYTES`` of weights, no C compiler) returns ``NotImplemented``, and the
+caller runs the compiled Python program; a model that cannot be frozen is said once, with the
+reason.
 """
 
 from __future__ import annotations
