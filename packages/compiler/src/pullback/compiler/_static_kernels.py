@@ -98,17 +98,14 @@ def lower_conv2d(node: Node, device: str) -> Callable[..., Any]:
 
 def _per_image_conv2d(node: Node, eager: Callable[..., Any]) -> Callable[..., Any]:
     """A float32 convolution that eager runs as one GEMM per image (``_native_conv``): that
-    kernel, called without the op's dispatch and checks (its geometry is checked once, here)."""
-    from pullback.nn._ops import _native_conv
+    kernel, called without the op's dispatch and checks (it looks its checked geometry up)."""
+    from pullback.nn._ops._native_conv import conv2d
 
     attrs = node.attrs
     geometry = (tuple(attrs["stride"]), tuple(map(tuple, attrs["padding"])),
                 tuple(attrs["dilation"]), int(attrs.get("groups", 1)))
     x = node.inputs[0]
     static = (tuple(x.shape), x.dtype)
-    _native_conv.conv2d_geometry("nn.conv2d", static[0], tuple(node.inputs[1].shape[2:]),
-                                 *geometry[:3])
-    conv2d = _native_conv.conv2d
 
     def conv(x: Any, w: Any, b: Any) -> Any:
         if x.__class__ is np.ndarray and (x.shape, x.dtype) == static:
