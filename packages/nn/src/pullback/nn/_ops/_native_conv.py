@@ -15,7 +15,6 @@ into one product in order, then the chunks' products.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import pullback
 from pullback import _gemm, native
 
 from . import _native
-from .geometry import PaddingNd, Sizes, check_windows
+from .geometry import PaddingNd, Sizes
 
 _CBLAS_INT_MAX = 2**31 - 1
 
@@ -78,28 +77,6 @@ def _covers(groups: int, *arrays: Any) -> list[Any] | None:
     return found
 
 
-@functools.lru_cache(maxsize=256)
-def conv2d_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Sizes,
-                    padding: PaddingNd, dilation: Sizes) -> tuple[Sizes, tuple[int, ...], bool]:
-    """The output size of a 2-d convolution of an input of ``shape`` by a ``kernel``, the sizes
-    ``im2col.c`` takes, and whether CBLAS's int sizes hold its products, after the geometry is
-    checked (once per geometry)."""
-    out_hw = check_windows(where, shape, kernel, stride, padding, dilation)
-    fits = (shape[1] * kernel[0] * kernel[1] <= _CBLAS_INT_MAX
-            and out_hw[0] * out_hw[1] <= _CBLAS_INT_MAX)
-    return out_hw, _native._geometry(where, shape, kernel, out_hw, stride, padding,
-                                     dilation), fits
-
-
-def _forward_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Any,
-                      padding: Any, dilation: Any) -> tuple[Sizes, tuple[int, ...], bool]:
-    try:
-        return conv2d_geometry(where, shape, kernel, stride, padding, dilation)
-    except TypeError:  # lists among the arguments
-        return conv2d_geometry(where, shape, kernel, tuple(stride), tuple(map(tuple, padding)),
-                               tuple(dilation))
-
-
 def runs_per_image(dtype: Any, groups: int) -> bool:
     """Whether a 2-d convolution of ``dtype`` with ``groups`` runs here (one GEMM per image)
     rather than as the op's batched im2col."""
@@ -119,9 +96,8 @@ def conv2d(x: Any, w: Any, b: Any, stride: Sizes, padding: PaddingNd, dilation: 
             or (b is not None and b.shape != w.shape[:1])):
         return NotImplemented  # the op's kernel raises its shape error
     (n, c, h, wd), o = x.shape, w.shape[0]
-    out_hw, sizes, fits = _forward_geometry(where, x.shape, w.shape[2:], stride, padding,
-                                            dilation)
-    if not fits:
+    out_hw, sizes = _native.window_sizes(where, x.shape, w.shape[2:], stride, padding, dilation)
+    if c * w.shape[2] * w.shape[3] > _CBLAS_INT_MAX or out_hw[0] * out_hw[1] > _CBLAS_INT_MAX:
         return NotImplemented
     y = np.empty((n, o) + out_hw, np.float32)
     if not _run("conv_forward_f32", n, c, o, (h, wd), sizes, x, w, b, y):

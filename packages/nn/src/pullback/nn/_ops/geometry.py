@@ -19,7 +19,7 @@ dictionary look-up per call.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -76,16 +76,29 @@ def check_windows(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Siz
         ArgumentError: a kernel size, stride or dilation that is not positive, negative padding,
             or a value that is not an int.
     """
-    key = (where, shape, kernel, stride, padding, dilation)
+    return remembered(_CHECKED, (where, shape, kernel, stride, padding, dilation), _CACHE_SIZE,
+                      lambda: _check(where, tuple(shape), kernel, stride, padding, dilation))
+
+
+_T = TypeVar("_T")
+
+
+def remembered(table: dict[Any, _T], key: Any, size: int, compute: Callable[[], _T]) -> _T:
+    """``table[key]``, computed by ``compute()`` the first time and kept (the table emptied
+    when it holds ``size`` entries): the checks of a geometry or of a layer's arguments, which a
+    training loop or an inference meets again and again. A key that cannot be hashed (lists
+    among the arguments) is computed every time; errors are raised each time, never kept."""
     try:
-        return _CHECKED[key]
+        return table[key]
     except KeyError:
-        out = _check(where, tuple(shape), kernel, stride, padding, dilation)
-        if len(_CHECKED) < _CACHE_SIZE:
-            _CHECKED[key] = out
-        return out
-    except TypeError:  # unhashable attributes (lists): checked, uncached, to name the culprit
-        return _check(where, tuple(shape), kernel, stride, padding, dilation)
+        pass
+    except TypeError:
+        return compute()
+    value = compute()
+    if len(table) >= size:
+        table.clear()
+    table[key] = value
+    return value
 
 
 def check_geometry(where: str, kernel: Any, stride: Any, padding: Any,

@@ -25,7 +25,6 @@ average pooling never counts in its divisor.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -66,16 +65,6 @@ def _at(offset: tuple[int, ...]) -> tuple[Any, ...]:
     return (slice(None), slice(None)) + offset
 
 
-@functools.lru_cache(maxsize=256)
-def pool2d_geometry(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Sizes,
-                    padding: PaddingNd, dilation: Sizes) -> tuple[Sizes, tuple[int, ...]]:
-    """The pooled size of a 2-d pooling of an input of ``shape`` and the sizes ``pool.c`` takes,
-    after the geometry is checked (once per geometry: a batch-1 call spends more in these checks
-    than in the C loop)."""
-    out_hw = check_windows(where, shape, kernel, stride, padding, dilation)
-    return out_hw, _native._geometry(where, shape, kernel, out_hw, stride, padding, dilation)
-
-
 # The C forward pays below this many pooled values: its cost is the NumPy kernel's Python (a
 # padded copy, a strided view, a call per window offset: about 10 us) at batch 1, while on
 # large arrays NumPy's strided loops are as fast or faster (batch 64, one thread: 16x28x28
@@ -95,11 +84,7 @@ def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: Pad
     kernel = _native._function("max_pool2d_f32", 2, 12, source="pool")
     if kernel is None:
         return NotImplemented
-    try:
-        out_hw, sizes = pool2d_geometry(where, x.shape, kernel_size, stride, padding, dilation)
-    except TypeError:  # lists among the arguments
-        out_hw, sizes = pool2d_geometry(where, x.shape, tuple(kernel_size), tuple(stride),
-                                        tuple(map(tuple, padding)), tuple(dilation))
+    out_hw, sizes = _native.window_sizes(where, x.shape, kernel_size, stride, padding, dilation)
     n, c, h, w = x.shape
     if n * c * out_hw[0] * out_hw[1] >= MAX_NATIVE_POOLED:
         return NotImplemented

@@ -15,7 +15,7 @@ from .._checks import expect_ndim, ntuple
 from .._ops.conv import CONV2D, CONV2D_INPUT_GRAD, CONV3D, CONV3D_INPUT_GRAD
 from .._ops.geometry import (
     PaddingNd, check_geometry, check_number_dtype, check_output_size, check_same_dtype,
-    check_windows,
+    check_windows, remembered,
 )
 
 # The op of each spatial rank; 1-d convolutions run as 2-d ones on a height-1 image.
@@ -70,30 +70,22 @@ def _check_conv(where: str, rank: int, x: Tensor, weight: Tensor, bias: Tensor |
 # The window arguments checked and normalized, by (where, rank, input shape, kernel, stride,
 # padding, dilation): a batch-1 layer spent more in these checks than in its C kernel.
 _CHECKED: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
-_MAX_CHECKED = 512
 
 
 def _windows(where: str, rank: int, shape: tuple[int, ...], kernel: tuple[int, ...],
              stride: Any, padding: Any, dilation: Any) -> tuple[Any, PaddingNd, Any]:
     """``(stride, padding pairs, dilation)`` of a convolution over an input of ``shape``, each
     checked (the windows fit the padded input), remembered per hashable set of arguments."""
-    key = (where, rank, shape, kernel, stride, padding, dilation, stride.__class__,
-           dilation.__class__)  # (stride=True equals 1 as a key, but is refused)
-    try:
-        known = _CHECKED.get(key)
-    except TypeError:  # a list among the arguments: checked every time
-        known, key = None, None
-    if known is None:
+    def compute() -> tuple[Any, PaddingNd, Any]:
         stride_ = ntuple(stride, rank, where, "stride")
         dilation_ = ntuple(dilation, rank, where, "dilation")
         pads = conv_padding(padding, kernel, stride_, dilation_, where)
         check_windows(where, shape, kernel, stride_, pads, dilation_)
-        known = (stride_, pads, dilation_)
-        if key is not None:
-            if len(_CHECKED) >= _MAX_CHECKED:
-                _CHECKED.clear()
-            _CHECKED[key] = known
-    return known
+        return stride_, pads, dilation_
+
+    key = (where, rank, shape, kernel, stride, padding, dilation, stride.__class__,
+           dilation.__class__)  # (stride=True equals 1 as a key, but is refused)
+    return remembered(_CHECKED, key, 512, compute)
 
 
 def _lift(x: Tensor, rank: int) -> Tensor:

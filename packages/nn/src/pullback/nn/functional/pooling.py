@@ -14,7 +14,7 @@ from pullback.errors import ArgumentError, ShapeError
 from pullback.tensor import Tensor
 
 from .._checks import expect_integer, expect_ndim, ntuple
-from .._ops.geometry import check_geometry, check_number_dtype, check_windows
+from .._ops.geometry import check_geometry, check_number_dtype, check_windows, remembered
 from .._ops.pool import (
     AVG_POOL2D, AVG_POOL3D, MAX_POOL2D, MAX_POOL2D_INDICES, MAX_POOL3D, MAX_POOL3D_INDICES,
 )
@@ -51,18 +51,8 @@ def pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: An
     ``ceil_mode`` becomes extra room after the last axis entries."""
     key = (where, rank, tuple(x.shape), x.dtype, kernel_size, stride, padding, dilation,
            ceil_mode, floating_only)
-    try:
-        known = _CHECKED.get(key)
-    except TypeError:  # a list among the arguments: checked every time
-        return _pool_geometry(where, rank, x, kernel_size, stride, padding, dilation, ceil_mode,
-                              floating_only)
-    if known is None:
-        known = _pool_geometry(where, rank, x, kernel_size, stride, padding, dilation,
-                               ceil_mode, floating_only)
-        if len(_CHECKED) >= _MAX_CHECKED:
-            _CHECKED.clear()
-        _CHECKED[key] = known
-    return dict(known)
+    return dict(remembered(_CHECKED, key, _MAX_CHECKED, lambda: _pool_geometry(
+        where, rank, x, kernel_size, stride, padding, dilation, ceil_mode, floating_only)))
 
 
 def _pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: Any,
