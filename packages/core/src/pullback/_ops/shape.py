@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._autocast_policy import autocast_function
+from .._memo import remembered
 from ..dispatch import apply
 from ..errors import ArgumentError, AxisError, ShapeError, UnsupportedError
 from ..promotion import COMMON
@@ -143,7 +144,7 @@ def _pad_grad(F: Any, g: Any, out: Any, x: Any, widths: Any, value: float = 0.0)
 # -- public functions -------------------------------------------------------------------------
 
 def _resolve_shape(shape: Sequence[int], numel: int, old: tuple[int, ...]) -> tuple[int, ...]:
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(map(int, shape))
     if shape.count(-1) > 1:
         raise ShapeError(f"reshape: only one dimension can be -1, got {shape}")
     if -1 in shape:
@@ -240,17 +241,32 @@ def view(x: Any, *shape: Any) -> Any:
 
 def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     """Merge axes ``start_dim..end_dim`` into one."""
-    if x.ndim == 0:
+    shape = tuple(x.shape)
+    if start_dim.__class__ is int and end_dim.__class__ is int:  # (a 0-d tensor may change)
+        target = remembered(_FLATTENED, (shape, start_dim, end_dim), 256,
+                            lambda: _flattened(shape, start_dim, end_dim))
+    else:
+        target = _flattened(shape, start_dim, end_dim)
+    return x if target == shape else apply(RESHAPE, x, shape=target)
+
+
+# The shapes flatten gives, by (shape, start_dim, end_dim): a model flattens tensors of one
+# shape every step, and the axis checks cost more than the reshape (a batch-1 CNN's flatten).
+_FLATTENED: dict[tuple[Any, ...], tuple[int, ...]] = {}
+
+
+def _flattened(shape: tuple[int, ...], start_dim: Any, end_dim: Any) -> tuple[int, ...]:
+    ndim = len(shape)
+    if ndim == 0:
         normalize_axes(start_dim, 0, "flatten")
         normalize_axes(end_dim, 0, "flatten")
-        return reshape(x, 1)
-    s = normalize_axes(start_dim, x.ndim, "flatten")[0]
-    e = normalize_axes(end_dim, x.ndim, "flatten")[0]
+        return (1,)
+    s = normalize_axes(start_dim, ndim, "flatten")[0]
+    e = normalize_axes(end_dim, ndim, "flatten")[0]
     if s > e:
         raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a "
-                         f"{x.ndim}-d tensor of shape {tuple(x.shape)}")
-    shape = tuple(x.shape)
-    return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+                         f"{ndim}-d tensor of shape {shape}")
+    return shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:]
 
 
 def squeeze(x: Any, axis: Any = None, *, dim: Any = None) -> Any:

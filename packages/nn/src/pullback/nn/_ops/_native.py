@@ -25,7 +25,7 @@ import numpy as np
 from pullback import native
 from pullback.errors import ShapeError
 
-from .geometry import check_output_size, check_windows, remembered
+from .geometry import check_output_size, check_windows
 
 _SOURCES = Path(__file__).parent / "_csrc"
 
@@ -266,19 +266,14 @@ def _geometry(where: str, shape: tuple[int, ...], kernel: Pair, out_hw: Pair, st
     return (*kernel, *out_hw, *stride, padding[0][0], padding[1][0], *dilation)
 
 
-_SIZES: dict[tuple[Any, ...], tuple[Pair, tuple[int, ...]]] = {}
-
-
 def window_sizes(where: str, shape: tuple[int, ...], kernel: Pair, stride: Pair,
                  padding: tuple[Pair, Pair], dilation: Pair) -> tuple[Pair, tuple[int, ...]]:
     """The windows of a 2-d geometry over an input of ``shape`` ((Ho, Wo)) and the sizes the C
-    kernels take (:func:`_geometry`), checked once per geometry: a batch-1 layer spends more in
-    these checks than in its C call."""
-    def compute() -> tuple[Pair, tuple[int, ...]]:
-        out_hw = check_windows(where, shape, kernel, stride, padding, dilation)
-        return out_hw, _geometry(where, tuple(shape), kernel, out_hw, stride, padding, dilation)
-
-    return remembered(_SIZES, (where, shape, kernel, stride, padding, dilation), 256, compute)
+    kernels take (:func:`_geometry`), checked (the per-image convolution and the pooling
+    forward keep what this returns per geometry: a batch-1 layer spends more in these checks
+    than in its C call)."""
+    out_hw = check_windows(where, shape, kernel, stride, padding, dilation)
+    return out_hw, _geometry(where, tuple(shape), kernel, out_hw, stride, padding, dilation)
 
 
 def im2col(x: Any, kernel: Pair, out_hw: Pair, stride: Pair, padding: tuple[Pair, Pair],

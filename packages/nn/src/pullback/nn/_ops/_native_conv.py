@@ -15,12 +15,13 @@ into one product in order, then the chunks' products.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 import pullback
 from pullback import _gemm, native
+from pullback._memo import remembered
 
 from . import _native
 from .geometry import PaddingNd, Sizes
@@ -39,22 +40,58 @@ def _chunks(n: int) -> int:
     return max(1, min(pullback.get_num_threads(), n))
 
 
-def _run(name: str, n: int, c: int, o: int, spatial: tuple[int, int], sizes: tuple[int, ...],
-         *arrays: Any) -> bool:
-    """``name`` over the batch's chunks (``False`` without a C compiler); MemoryError where a
+class _Plan(NamedTuple):
+    """One geometry's call of a kernel: the ctypes function, the address of ``cblas_sgemm``,
+    the ``dims`` array im2col.c takes (n, chunks, c, o, h, w, then the window sizes), the
+    chunks and the work of one chunk (for run_rows)."""
+
+    kernel: Any
+    gemm: int
+    dims: np.ndarray
+    chunks: int
+    work: int
+
+
+def _plan(name: str, n: int, c: int, o: int, spatial: tuple[int, int],
+          sizes: tuple[int, ...]) -> _Plan | None:
+    """The call of ``name`` on a geometry (``None`` without a C compiler or MKL), kept per
+    geometry and thread count: a batch-1 convolution's C call took about 6 us, the sixteen
+    sizes passed one by one 2 us more and the look-ups around them 3 us."""
+    key = (name, n, c, o, spatial, sizes, pullback.get_num_threads())
+    plan = _PLANS.get(key)
+    if plan is None:
+        kernel = _native._function(name, 7 if name == "conv_forward_f32" else 6, 0,
+                                   source="im2col")
+        gemm = _sgemm()
+        if kernel is None or gemm is None:
+            return None
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        chunks = _chunks(n)
+        kh, kw, ho, wo = sizes[:4]
+        plan = _PLANS[key] = _Plan(kernel, gemm,
+                                   np.array((n, chunks, c, o, *spatial, *sizes), np.int64),
+                                   chunks, (n // chunks) * o * c * kh * kw * ho * wo)
+    return plan
+
+
+_PLANS: dict[tuple[Any, ...], _Plan] = {}
+
+
+def _run(plan: _Plan | None, *arrays: Any) -> bool:
+    """The plan's kernel over the batch's chunks (``False`` for no plan); MemoryError where a
     thread could not allocate its columns. ``None`` in ``arrays`` goes to C as NULL."""
-    kernel = _native._function(name, 2 + len(arrays), 16, source="im2col")
-    if kernel is None:
+    if plan is None:
         return False
-    kh, kw, ho, wo = sizes[:4]
-    chunks = _chunks(n)
+    chunks = plan.chunks
     failed = np.zeros(chunks, np.int64)
-    pointer = native.pointer
-    native.run_rows(kernel, chunks, (n // chunks) * o * c * kh * kw * ho * wo, _sgemm(),
-                    *[pointer(a) for a in arrays], native.address(failed), n, chunks, c, o,
-                    *spatial, *sizes)
+    address = native.address
+    native.run_rows(plan.kernel, chunks, plan.work, plan.gemm,
+                    *[None if a is None else address(a) for a in arrays], address(failed),
+                    address(plan.dims))
     if failed[0] or (chunks > 1 and failed.any()):
-        raise MemoryError(f"{name}: no memory for one image's columns ({c * kh * kw} x "
+        c, kh, kw, ho, wo = plan.dims[[2, 6, 7, 8, 9]].tolist()
+        raise MemoryError(f"convolution: no memory for one image's columns ({c * kh * kw} x "
                           f"{ho * wo} floats)")
     return True
 
@@ -81,7 +118,7 @@ def runs_per_image(dtype: Any, groups: int) -> bool:
     """Whether a 2-d convolution of ``dtype`` with ``groups`` runs here (one GEMM per image)
     rather than as the op's batched im2col."""
     return (np.dtype(dtype) == np.float32 and groups == 1 and _sgemm() is not None
-            and _native._function("conv_forward_f32", 6, 16, source="im2col") is not None)
+            and _native._function("conv_forward_f32", 7, 0, source="im2col") is not None)
 
 
 def conv2d(x: Any, w: Any, b: Any, stride: Sizes, padding: PaddingNd, dilation: Sizes,
@@ -92,17 +129,35 @@ def conv2d(x: Any, w: Any, b: Any, stride: Sizes, padding: PaddingNd, dilation: 
     if found is None:
         return NotImplemented
     x, w, b = found
-    if (x.ndim != 4 or w.ndim != 4 or w.shape[1] != x.shape[1]
-            or (b is not None and b.shape != w.shape[:1])):
-        return NotImplemented  # the op's kernel raises its shape error
-    (n, c, h, wd), o = x.shape, w.shape[0]
-    out_hw, sizes = _native.window_sizes(where, x.shape, w.shape[2:], stride, padding, dilation)
-    if c * w.shape[2] * w.shape[3] > _CBLAS_INT_MAX or out_hw[0] * out_hw[1] > _CBLAS_INT_MAX:
+    key = (where, x.shape, w.shape, None if b is None else b.shape, stride, padding, dilation,
+           pullback.get_num_threads())
+    out_shape, plan = remembered(_FORWARD, key, 256, lambda: _forward_plan(
+        where, x.shape, w.shape, None if b is None else b.shape, stride, padding, dilation))
+    if out_shape is None:
         return NotImplemented
-    y = np.empty((n, o) + out_hw, np.float32)
-    if not _run("conv_forward_f32", n, c, o, (h, wd), sizes, x, w, b, y):
+    y = np.empty(out_shape, np.float32)
+    if not _run(plan, x, w, b, y):
         return NotImplemented
     return y
+
+
+def _forward_plan(where: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                  b_shape: tuple[int, ...] | None, stride: Sizes, padding: PaddingNd,
+                  dilation: Sizes) -> tuple[Any, _Plan | None]:
+    """The output shape and the plan of a forward, the geometry checked; ``(None, None)``
+    for shapes the op's kernel refuses (it raises their error) or CBLAS cannot take."""
+    if (len(x_shape) != 4 or len(w_shape) != 4 or w_shape[1] != x_shape[1]
+            or (b_shape is not None and b_shape != w_shape[:1])):
+        return None, None
+    (n, c, h, wd), o = x_shape, w_shape[0]
+    out_hw, sizes = _native.window_sizes(where, x_shape, w_shape[2:], stride, padding, dilation)
+    if c * w_shape[2] * w_shape[3] > _CBLAS_INT_MAX or out_hw[0] * out_hw[1] > _CBLAS_INT_MAX:
+        return None, None
+    return (n, o) + out_hw, _plan("conv_forward_f32", n, c, o, (h, wd), sizes)
+
+
+# The forwards' output shapes and plans, by (where, shapes, window arguments, threads).
+_FORWARD: dict[tuple[Any, ...], tuple[Any, _Plan | None]] = {}
 
 
 def conv2d_input_grad(g: Any, w: Any, input_shape: tuple[int, ...], stride: Sizes,
@@ -121,7 +176,7 @@ def conv2d_input_grad(g: Any, w: Any, input_shape: tuple[int, ...], stride: Size
     if c * w.shape[2] * w.shape[3] > _CBLAS_INT_MAX:
         return NotImplemented
     dx = np.empty(tuple(input_shape), np.float32)
-    if not _run("conv_input_grad_f32", n, c, o, (h, wd), sizes, g, w, dx):
+    if not _run(_plan("conv_input_grad_f32", n, c, o, (h, wd), sizes), g, w, dx):
         return NotImplemented
     return dx
 
@@ -143,7 +198,7 @@ def conv2d_weight_grad(x: Any, g: Any, weight_shape: tuple[int, ...], stride: Si
     if ckk > _CBLAS_INT_MAX or g.shape[2] * g.shape[3] > _CBLAS_INT_MAX:
         return NotImplemented
     parts = np.empty((_chunks(n), o, ckk), np.float32)
-    if not _run("conv_weight_grad_f32", n, c, o, (h, wd), sizes, x, g, parts):
+    if not _run(_plan("conv_weight_grad_f32", n, c, o, (h, wd), sizes), x, g, parts):
         return NotImplemented
     dw = parts[0]
     for part in parts[1:]:  # in chunk order: reproducible rounding

@@ -19,10 +19,11 @@ dictionary look-up per call.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import numpy as np
 
+from pullback._memo import remembered
 from pullback.errors import ArgumentError, DTypeError, ShapeError, UnsupportedDTypeError
 
 Pair = tuple[int, int]
@@ -78,27 +79,6 @@ def check_windows(where: str, shape: tuple[int, ...], kernel: Sizes, stride: Siz
     """
     return remembered(_CHECKED, (where, shape, kernel, stride, padding, dilation), _CACHE_SIZE,
                       lambda: _check(where, tuple(shape), kernel, stride, padding, dilation))
-
-
-_T = TypeVar("_T")
-
-
-def remembered(table: dict[Any, _T], key: Any, size: int, compute: Callable[[], _T]) -> _T:
-    """``table[key]``, computed by ``compute()`` the first time and kept (the table emptied
-    when it holds ``size`` entries): the checks of a geometry or of a layer's arguments, which a
-    training loop or an inference meets again and again. A key that cannot be hashed (lists
-    among the arguments) is computed every time; errors are raised each time, never kept."""
-    try:
-        return table[key]
-    except KeyError:
-        pass
-    except TypeError:
-        return compute()
-    value = compute()
-    if len(table) >= size:
-        table.clear()
-    table[key] = value
-    return value
 
 
 def check_geometry(where: str, kernel: Any, stride: Any, padding: Any,

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from pullback import native
+from pullback._memo import remembered
 from pullback.errors import ShapeError
 from pullback.registry import Op
 
@@ -81,17 +82,34 @@ def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: Pad
     if (x.__class__ is not np.ndarray or x.dtype != np.float32 or x.ndim != 4
             or len(kernel_size) != 2):
         return NotImplemented
-    kernel = _native._function("max_pool2d_f32", 2, 12, source="pool")
+    kernel = _native._function("max_pool2d_f32", 3, 0, source="pool")
     if kernel is None:
         return NotImplemented
-    out_hw, sizes = _native.window_sizes(where, x.shape, kernel_size, stride, padding, dilation)
-    n, c, h, w = x.shape
-    if n * c * out_hw[0] * out_hw[1] >= MAX_NATIVE_POOLED:
+    out_shape, geometry = remembered(
+        _GEOMETRIES, (where, x.shape, kernel_size, stride, padding, dilation), 256,
+        lambda: _pooled_geometry(where, x.shape, kernel_size, stride, padding, dilation))
+    if out_shape is None:
         return NotImplemented
     x = np.ascontiguousarray(x)
-    y = np.empty((n, c) + out_hw, np.float32)
-    native.run_rows(kernel, n * c, h * w, native.address(x), native.address(y), h, w, *sizes)
+    y = np.empty(out_shape, np.float32)
+    native.run_rows(kernel, out_shape[0] * out_shape[1], geometry[0] * geometry[1],
+                    native.address(x), native.address(y), native.address(geometry))
     return y
+
+
+def _pooled_geometry(where: str, shape: tuple[int, ...], kernel_size: Sizes, stride: Sizes,
+                     padding: PaddingNd, dilation: Sizes) -> tuple[Any, Any]:
+    """The pooled shape and the ``geometry`` array pool.c's forward takes (h, w, then the
+    window sizes), checked; ``(None, None)`` from ``MAX_NATIVE_POOLED`` pooled values on."""
+    out_hw, sizes = _native.window_sizes(where, shape, kernel_size, stride, padding, dilation)
+    n, c, h, w = shape
+    if n * c * out_hw[0] * out_hw[1] >= MAX_NATIVE_POOLED:
+        return None, None
+    return (n, c) + out_hw, np.array((h, w, *sizes), np.int64)
+
+
+# The forward's geometries, by (where, input shape, kernel, stride, padding, dilation).
+_GEOMETRIES: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 
 
 def native_max_pool2d_backward(g: Any, x: Any, out: Any, *, kernel_size: Sizes, stride: Sizes,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pullback._autocast_policy import autocast_function
+from pullback._memo import remembered
 from pullback.dispatch import apply
 from pullback.errors import ArgumentError, DeviceError, ShapeError
 from pullback.tensor import Tensor
@@ -15,7 +16,7 @@ from .._checks import expect_ndim, ntuple
 from .._ops.conv import CONV2D, CONV2D_INPUT_GRAD, CONV3D, CONV3D_INPUT_GRAD
 from .._ops.geometry import (
     PaddingNd, check_geometry, check_number_dtype, check_output_size, check_same_dtype,
-    check_windows, remembered,
+    check_windows,
 )
 
 # The op of each spatial rank; 1-d convolutions run as 2-d ones on a height-1 image.
@@ -60,32 +61,38 @@ def _check_conv(where: str, rank: int, x: Tensor, weight: Tensor, bias: Tensor |
     if x.shape[1] != in_channels:
         raise ShapeError(f"{where}: input of shape {tuple(x.shape)} has {x.shape[1]} channels, "
                          f"weight of shape {tuple(weight.shape)} expects {in_channels}")
-    for other, name in ((weight, "weight"), (bias, "bias")):
-        if other is not None and x.device is not other.device:
-            raise DeviceError(f"{where}: input on {x.device}, {name} on {other.device}")
+    _check_devices(where, x, weight, bias)
     check_number_dtype(where, x)
     check_same_dtype(where, ("input", x), ("weight", weight), ("bias", bias))
 
 
-# The window arguments checked and normalized, by (where, rank, input shape, kernel, stride,
-# padding, dilation): a batch-1 layer spent more in these checks than in its C kernel.
-_CHECKED: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+def _check_devices(where: str, x: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    for other, name in ((weight, "weight"), (bias, "bias")):
+        if other is not None and x.device is not other.device:
+            raise DeviceError(f"{where}: input on {x.device}, {name} on {other.device}")
 
 
-def _windows(where: str, rank: int, shape: tuple[int, ...], kernel: tuple[int, ...],
-             stride: Any, padding: Any, dilation: Any) -> tuple[Any, PaddingNd, Any]:
-    """``(stride, padding pairs, dilation)`` of a convolution over an input of ``shape``, each
-    checked (the windows fit the padded input), remembered per hashable set of arguments."""
-    def compute() -> tuple[Any, PaddingNd, Any]:
-        stride_ = ntuple(stride, rank, where, "stride")
-        dilation_ = ntuple(dilation, rank, where, "dilation")
-        pads = conv_padding(padding, kernel, stride_, dilation_, where)
-        check_windows(where, shape, kernel, stride_, pads, dilation_)
-        return stride_, pads, dilation_
+# A convolution's arguments checked, by everything the checks read (rank, shapes, dtypes, the
+# window arguments and their types): the keyword arguments of its op. A batch-1 layer spent
+# more in these checks than in its C kernel.
+_CHECKED: dict[tuple[Any, ...], dict[str, Any]] = {}
 
-    key = (where, rank, shape, kernel, stride, padding, dilation, stride.__class__,
-           dilation.__class__)  # (stride=True equals 1 as a key, but is refused)
-    return remembered(_CHECKED, key, 512, compute)
+
+def _checked_attrs(where: str, rank: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+                   stride: Any, padding: Any, dilation: Any, groups: int) -> dict[str, Any]:
+    """The op's ``stride``, ``padding`` (pairs), ``dilation`` and ``groups`` for a batched
+    ``input``, every argument checked (the windows fit the padded input)."""
+    expect_ndim(where, weight, (rank + 2,), "weight")
+    _check_conv(where, rank, input, weight, bias, groups, weight.shape[1] * groups)
+    stride_ = ntuple(stride, rank, where, "stride")
+    dilation_ = ntuple(dilation, rank, where, "dilation")
+    pads = conv_padding(padding, tuple(weight.shape[2:]), stride_, dilation_, where)
+    check_windows(where, tuple(input.shape), tuple(weight.shape[2:]), stride_, pads, dilation_)
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ShapeError(f"{where}: bias of shape {tuple(bias.shape)} does not fit "
+                         f"{weight.shape[0]} output channels")
+    return dict(stride=_lifted(stride_, rank, 1), padding=_lifted(pads, rank, (0, 0)),
+                dilation=_lifted(dilation_, rank, 1), groups=groups)
 
 
 def _lift(x: Tensor, rank: int) -> Tensor:
@@ -99,19 +106,19 @@ def _lifted(values: tuple, rank: int, one: Any) -> tuple:
 
 def _convolve(where: str, rank: int, input: Tensor, weight: Tensor, bias: Tensor | None,
               stride: Any, padding: Any, dilation: Any, groups: int) -> Tensor:
-    if input.ndim == rank + 1:  # one unbatched sample
+    x, w = input.array, weight.array
+    if x.ndim == rank + 1:  # one unbatched sample
         return _convolve(where, rank, input.unsqueeze(0), weight, bias, stride, padding,
                          dilation, groups)[0]
-    expect_ndim(where, weight, (rank + 2,), "weight")
-    _check_conv(where, rank, input, weight, bias, groups, weight.shape[1] * groups)
-    stride_, pads, dilation_ = _windows(where, rank, tuple(input.shape), tuple(weight.shape[2:]),
-                                        stride, padding, dilation)
-    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise ShapeError(f"{where}: bias of shape {tuple(bias.shape)} does not fit "
-                         f"{weight.shape[0]} output channels")
-    out = apply(_CONV[max(rank, 2)], _lift(input, rank), _lift(weight, rank), bias,
-                stride=_lifted(stride_, rank, 1), padding=_lifted(pads, rank, (0, 0)),
-                dilation=_lifted(dilation_, rank, 1), groups=groups)
+    _check_devices(where, input, weight, bias)
+    b = None if bias is None else bias.array
+    # (stride=True equals 1 as a key, but is refused: the classes are part of the key)
+    key = (where, rank, x.shape, x.dtype, w.shape, w.dtype, None if b is None else b.shape,
+           None if b is None else b.dtype, stride, padding, dilation, groups, stride.__class__,
+           dilation.__class__, groups.__class__)
+    attrs = remembered(_CHECKED, key, 512, lambda: _checked_attrs(
+        where, rank, input, weight, bias, stride, padding, dilation, groups))
+    out = apply(_CONV[max(rank, 2)], _lift(input, rank), _lift(weight, rank), bias, **attrs)
     return out.squeeze(2) if rank == 1 else out
 
 

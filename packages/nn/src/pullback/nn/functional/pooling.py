@@ -9,12 +9,13 @@ import math
 from typing import Any, Sequence
 
 import pullback
+from pullback._memo import remembered
 from pullback.dispatch import apply
 from pullback.errors import ArgumentError, ShapeError
 from pullback.tensor import Tensor
 
 from .._checks import expect_integer, expect_ndim, ntuple
-from .._ops.geometry import check_geometry, check_number_dtype, check_windows, remembered
+from .._ops.geometry import check_geometry, check_number_dtype, check_windows
 from .._ops.pool import (
     AVG_POOL2D, AVG_POOL3D, MAX_POOL2D, MAX_POOL2D_INDICES, MAX_POOL3D, MAX_POOL3D_INDICES,
 )

@@ -100,10 +100,20 @@ void col2im_f32(int64_t lo, int64_t hi, const float *cols, float *dx, int64_t h,
  * are 1. Each call handles "chunks" lo..hi of the batch: chunk k is images n*k/chunks ..
  * n*(k+1)/chunks. A buffer that cannot be allocated sets failed[lo] and leaves the outputs
  * unwritten (the caller raises MemoryError). Same geometry guarantees as above; w is
- * (O, C, kh, kw), y and g (N, O, Ho, Wo), all C-contiguous. */
+ * (O, C, kh, kw), y and g (N, O, Ho, Wo), all C-contiguous.
+ *
+ * Their sizes come as one array, dims = {n, chunks, c, o, h, w, kh, kw, ho, wo, sh, sw, pt, pl,
+ * dh, dw}, which the caller builds once per geometry (_native_conv.py): as sixteen ctypes
+ * arguments they cost about 2 us a call, as much as a batch-1 image's whole convolution. */
 typedef void (*sgemm_t)(int, int, int, int, int, int, float, const float *, int, const float *,
                         int, float, float *, int);
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+#define CONV_DIMS(d)                                                                         \
+    const int64_t n = (d)[0], chunks = (d)[1], c = (d)[2], o = (d)[3], h = (d)[4],           \
+                  wd = (d)[5], kh = (d)[6], kw = (d)[7], ho = (d)[8], wo = (d)[9],             \
+                  sh = (d)[10], sw = (d)[11], pt = (d)[12], pl = (d)[13], dh = (d)[14],        \
+                  dw = (d)[15]
 
 #define CHUNK_IMAGES(k) (n * (k) / chunks)
 
@@ -111,10 +121,8 @@ enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
  * bias is not NULL (the float32 sums NumPy's y += b makes, on the product while it is in the
  * cache) */
 void conv_forward_f32(int64_t lo, int64_t hi, void *gemm, const float *x, const float *w,
-                      const float *bias, float *y, int64_t *failed, int64_t n, int64_t chunks,
-                      int64_t c, int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw,
-                      int64_t ho, int64_t wo, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
-                      int64_t dh, int64_t dw) {
+                      const float *bias, float *y, int64_t *failed, const int64_t *dims) {
+    CONV_DIMS(dims);
     const int64_t ckk = c * kh * kw, hw = ho * wo;
     float *cols = malloc((size_t)(ckk * hw) * sizeof(float));
     if (!cols) {
@@ -136,10 +144,8 @@ void conv_forward_f32(int64_t lo, int64_t hi, void *gemm, const float *x, const 
 
 /* dx[b] = col2im(w^T (C*kh*kw x O) @ g[b]) */
 void conv_input_grad_f32(int64_t lo, int64_t hi, void *gemm, const float *g, const float *w,
-                         float *dx, int64_t *failed, int64_t n, int64_t chunks, int64_t c,
-                         int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw, int64_t ho,
-                         int64_t wo, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
-                         int64_t dw) {
+                         float *dx, int64_t *failed, const int64_t *dims) {
+    CONV_DIMS(dims);
     const int64_t ckk = c * kh * kw, hw = ho * wo;
     float *cols = malloc((size_t)(ckk * hw) * sizeof(float));
     if (!cols) {
@@ -157,10 +163,8 @@ void conv_input_grad_f32(int64_t lo, int64_t hi, void *gemm, const float *g, con
 /* dw_parts[k] (O x C*kh*kw) = sum over chunk k's images b of g[b] @ im2col(x[b])^T, the
  * images added in order into one product (GEMM's beta = 1) */
 void conv_weight_grad_f32(int64_t lo, int64_t hi, void *gemm, const float *x, const float *g,
-                          float *dw_parts, int64_t *failed, int64_t n, int64_t chunks,
-                          int64_t c, int64_t o, int64_t h, int64_t wd, int64_t kh, int64_t kw,
-                          int64_t ho, int64_t wo, int64_t sh, int64_t sw, int64_t pt,
-                          int64_t pl, int64_t dh, int64_t dw) {
+                          float *dw_parts, int64_t *failed, const int64_t *dims) {
+    CONV_DIMS(dims);
     const int64_t ckk = c * kh * kw, hw = ho * wo;
     float *cols = malloc((size_t)(ckk * hw) * sizeof(float));
     if (!cols) {
