@@ -26,7 +26,7 @@ average pooling never counts in its divisor.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -82,34 +82,47 @@ def native_max_pool2d(x: Any, *, kernel_size: Sizes, stride: Sizes, padding: Pad
     if (x.__class__ is not np.ndarray or x.dtype != np.float32 or x.ndim != 4
             or len(kernel_size) != 2):
         return NotImplemented
-    kernel = _native._function("max_pool2d_f32", 3, 0, source="pool")
-    if kernel is None:
+    plan = remembered(_PLANS, (where, x.shape, kernel_size, stride, padding, dilation), 256,
+                      lambda: _plan(where, x.shape, kernel_size, stride, padding, dilation))
+    if plan is None:
         return NotImplemented
-    out_shape, geometry = remembered(
-        _GEOMETRIES, (where, x.shape, kernel_size, stride, padding, dilation), 256,
-        lambda: _pooled_geometry(where, x.shape, kernel_size, stride, padding, dilation))
-    if out_shape is None:
-        return NotImplemented
-    x = np.ascontiguousarray(x)
-    y = np.empty(out_shape, np.float32)
-    native.run_rows(kernel, out_shape[0] * out_shape[1], geometry[0] * geometry[1],
-                    native.address(x), native.address(y), native.address(geometry))
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    y = np.empty(plan.out_shape, np.float32)
+    native.run_rows(plan.kernel, plan.planes, plan.plane_size, native.address(x),
+                    native.address(y), plan.geometry_address)
     return y
 
 
-def _pooled_geometry(where: str, shape: tuple[int, ...], kernel_size: Sizes, stride: Sizes,
-                     padding: PaddingNd, dilation: Sizes) -> tuple[Any, Any]:
-    """The pooled shape and the ``geometry`` array pool.c's forward takes (h, w, then the
-    window sizes), checked; ``(None, None)`` from ``MAX_NATIVE_POOLED`` pooled values on."""
+class _Plan(NamedTuple):
+    """A pooling forward's call: pool.c's kernel, the pooled shape, the planes and their size
+    (for run_rows), and the ``geometry`` array the kernel takes (h, w, then the window sizes)
+    with its address."""
+
+    kernel: Any
+    out_shape: tuple[int, ...]
+    planes: int
+    plane_size: int
+    geometry: np.ndarray
+    geometry_address: int
+
+
+def _plan(where: str, shape: tuple[int, ...], kernel_size: Sizes, stride: Sizes,
+          padding: PaddingNd, dilation: Sizes) -> _Plan | None:
+    """The forward's call on a geometry, checked; ``None`` from ``MAX_NATIVE_POOLED`` pooled
+    values on or without a C compiler."""
     out_hw, sizes = _native.window_sizes(where, shape, kernel_size, stride, padding, dilation)
     n, c, h, w = shape
-    if n * c * out_hw[0] * out_hw[1] >= MAX_NATIVE_POOLED:
-        return None, None
-    return (n, c) + out_hw, np.array((h, w, *sizes), np.int64)
+    kernel = _native._function("max_pool2d_f32", 3, 0, source="pool")
+    if kernel is None or n * c * out_hw[0] * out_hw[1] >= MAX_NATIVE_POOLED:
+        return None
+    geometry = np.array((h, w, *sizes), np.int64)
+    return _Plan(kernel, (n, c) + out_hw, n * c, h * w, geometry, native.address(geometry))
 
 
-# The forward's geometries, by (where, input shape, kernel, stride, padding, dilation).
-_GEOMETRIES: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+# The forward's plans, by (where, input shape, kernel, stride, padding, dilation): a batch-1
+# pooling's checks and sizes cost more than its C call.
+_PLANS: dict[tuple[Any, ...], _Plan | None] = {}
 
 
 def native_max_pool2d_backward(g: Any, x: Any, out: Any, *, kernel_size: Sizes, stride: Sizes,
@@ -150,8 +163,17 @@ def _max_pool_kernel(where: str) -> Any:
             return best
 
         if xp is np:
-            return native.native_first(
-                lambda x, **geometry: native_max_pool2d(x, where=where, **geometry), max_pool)
+            def native_or_numpy(x: Any, *, kernel_size: Sizes, stride: Sizes,
+                                padding: PaddingNd, dilation: Sizes) -> Any:
+                y = native_max_pool2d(x, kernel_size=kernel_size, stride=stride,
+                                      padding=padding, dilation=dilation, where=where)
+                if y is NotImplemented:
+                    return max_pool(x, kernel_size=kernel_size, stride=stride,
+                                    padding=padding, dilation=dilation)
+                return y
+
+            native_or_numpy.__wrapped__ = max_pool  # type: ignore[attr-defined]
+            return native_or_numpy
         return max_pool
 
     return factory

@@ -49,11 +49,13 @@ def pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: An
                   floating_only: bool = False) -> dict[str, Any]:
     """The checked attributes of a pooling op over ``x`` (N, C, *spatial), as the op takes them:
     ``stride`` defaults to the kernel size, padding is at most half the kernel, and
-    ``ceil_mode`` becomes extra room after the last axis entries."""
-    key = (where, rank, tuple(x.shape), x.dtype, kernel_size, stride, padding, dilation,
+    ``ceil_mode`` becomes extra room after the last axis entries. The dict is the one kept
+    for these arguments: callers copy it before they change it."""
+    array = x.array
+    key = (where, rank, array.shape, array.dtype, kernel_size, stride, padding, dilation,
            ceil_mode, floating_only)
-    return dict(remembered(_CHECKED, key, _MAX_CHECKED, lambda: _pool_geometry(
-        where, rank, x, kernel_size, stride, padding, dilation, ceil_mode, floating_only)))
+    return remembered(_CHECKED, key, _MAX_CHECKED, lambda: _pool_geometry(
+        where, rank, x, kernel_size, stride, padding, dilation, ceil_mode, floating_only))
 
 
 def _pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: Any,
@@ -98,7 +100,8 @@ def _max_pool(where: str, rank: int, input: Tensor, kernel_size: Any, stride: An
         return (out[0][0], out[1][0]) if return_indices else out[0]
     geometry = pool_geometry(where, rank, input, kernel_size, stride, padding, dilation,
                              bool(ceil_mode))
-    out = _pool(where, rank, _MAX, input, **geometry)
+    out = apply(_MAX[rank], input, **geometry) if rank > 1 else _pool(where, rank, _MAX, input,
+                                                                       **geometry)
     if not return_indices:
         return out
     if rank == 1:
@@ -143,8 +146,8 @@ def _avg_pool(where: str, rank: int, input: Tensor, kernel_size: Any, stride: An
                                          or divisor_override == 0):
         raise ArgumentError(f"{where}: divisor_override must be a non-zero int, got "
                             f"{divisor_override!r}")
-    geometry = pool_geometry(where, rank, input, kernel_size, stride, padding, 1,
-                             bool(ceil_mode), floating_only=True)
+    geometry = dict(pool_geometry(where, rank, input, kernel_size, stride, padding, 1,
+                                  bool(ceil_mode), floating_only=True))
     del geometry["dilation"]
     return _pool(where, rank, _AVG, input, count_include_pad=bool(count_include_pad),
                  divisor_override=divisor_override, **geometry)
