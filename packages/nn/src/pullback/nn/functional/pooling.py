@@ -6,7 +6,8 @@ height 1) with ``ceil_mode``, ``count_include_pad``, ``divisor_override`` and
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
 
 import pullback
 from pullback._memo import remembered
@@ -40,17 +41,17 @@ def _ceil_room(size: int, k: int, stride: int, pad: int, dilation: int) -> int:
 # Geometries checked before, by everything they depend on: a model pools tensors of one shape
 # with one set of arguments every step, and the checks below are a quarter of a batch-1 LeNet's
 # forward (about 25 us of 225, one thread). Only hashable arguments (ints, tuples) are kept.
-_CHECKED: dict[tuple[Any, ...], dict[str, Any]] = {}
+_CHECKED: dict[tuple[Any, ...], Mapping[str, Any]] = {}
 _MAX_CHECKED = 256
 
 
 def pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: Any,
                   padding: Any, dilation: Any = 1, ceil_mode: bool = False,
-                  floating_only: bool = False) -> dict[str, Any]:
+                  floating_only: bool = False) -> Mapping[str, Any]:
     """The checked attributes of a pooling op over ``x`` (N, C, *spatial), as the op takes them:
     ``stride`` defaults to the kernel size, padding is at most half the kernel, and
-    ``ceil_mode`` becomes extra room after the last axis entries. The dict is the one kept
-    for these arguments: callers copy it before they change it."""
+    ``ceil_mode`` becomes extra room after the last axis entries. The mapping is the one kept
+    for these arguments, read-only: callers copy it to change it."""
     array = x.array
     key = (where, rank, array.shape, array.dtype, kernel_size, stride, padding, dilation,
            ceil_mode, floating_only)
@@ -60,7 +61,7 @@ def pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: An
 
 def _pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: Any,
                    padding: Any, dilation: Any, ceil_mode: bool,
-                   floating_only: bool) -> dict[str, Any]:
+                   floating_only: bool) -> Mapping[str, Any]:
     expect_ndim(where, x, (rank + 2,))
     check_number_dtype(where, x, floating_only)
     kernel = ntuple(kernel_size, rank, where, "kernel_size")
@@ -76,10 +77,10 @@ def _pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: A
             for s, k, st, p, d in zip(x.shape[2:], kernel, step, pad, dil)]
     pads = tuple((p, p + r) for p, r in zip(pad, room))
     check_windows(where, tuple(x.shape), kernel, step, pads, dil)
-    return dict(kernel_size=kernel, stride=step, padding=pads, dilation=dil)
+    return MappingProxyType(dict(kernel_size=kernel, stride=step, padding=pads, dilation=dil))
 
 
-def _lift(geometry: dict[str, Any]) -> dict[str, Any]:
+def _lift(geometry: Mapping[str, Any]) -> dict[str, Any]:
     """1-d attributes as the 2-d op's (a height-1 image, a height-1 window)."""
     return {k: ((0, 0) if k == "padding" else 1,) + v if isinstance(v, tuple) else v
             for k, v in geometry.items()}
