@@ -14,14 +14,15 @@ from .._ops.linear import LINEAR
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` for inputs of shape (..., in_features)."""
-    if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+    x_shape, w_shape = input.shape, weight.shape
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:
         raise ShapeError(
-            f"linear: input of shape {tuple(input.shape)} does not fit weight of shape "
-            f"{tuple(weight.shape)} (expected (..., {weight.shape[-1] if weight.ndim else '?'}))"
+            f"linear: input of shape {tuple(x_shape)} does not fit weight of shape "
+            f"{tuple(w_shape)} (expected (..., {w_shape[-1] if w_shape else '?'}))"
         )
-    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+    if bias is not None and bias.shape != w_shape[:1]:
         raise ShapeError(f"linear: bias of shape {tuple(bias.shape)} does not fit weight "
-                         f"{tuple(weight.shape)}")
+                         f"{tuple(w_shape)}")
     return apply(LINEAR, input, weight, bias)
 
 
