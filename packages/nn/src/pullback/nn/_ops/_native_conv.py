@@ -57,25 +57,22 @@ def _plan(name: str, n: int, c: int, o: int, spatial: tuple[int, int],
     """The call of ``name`` on a geometry (``None`` without a C compiler or MKL), kept per
     geometry and thread count: a batch-1 convolution's C call took about 6 us, the sixteen
     sizes passed one by one 2 us more and the look-ups around them 3 us."""
-    key = (name, n, c, o, spatial, sizes, pullback.get_num_threads())
-    plan = _PLANS.get(key)
-    if plan is None:
+    def build() -> _Plan | None:
         kernel = _native._function(name, 7 if name == "conv_forward_f32" else 6, 0,
                                    source="im2col")
         gemm = _sgemm()
         if kernel is None or gemm is None:
             return None
-        if len(_PLANS) >= 256:
-            _PLANS.clear()
         chunks = _chunks(n)
         kh, kw, ho, wo = sizes[:4]
-        plan = _PLANS[key] = _Plan(kernel, gemm,
-                                   np.array((n, chunks, c, o, *spatial, *sizes), np.int64),
-                                   chunks, (n // chunks) * o * c * kh * kw * ho * wo)
-    return plan
+        return _Plan(kernel, gemm, np.array((n, chunks, c, o, *spatial, *sizes), np.int64),
+                     chunks, (n // chunks) * o * c * kh * kw * ho * wo)
+
+    return remembered(_PLANS, (name, n, c, o, spatial, sizes, pullback.get_num_threads()), 256,
+                      build)
 
 
-_PLANS: dict[tuple[Any, ...], _Plan] = {}
+_PLANS: dict[tuple[Any, ...], _Plan | None] = {}
 
 
 def _run(plan: _Plan | None, *arrays: Any) -> bool:
