@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import emit
+from _common import best_per_call, emit
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("pullback", "torch")
@@ -58,25 +58,15 @@ def _step(side: str):
     return step
 
 
-def _best_ms(step, blocks: int = 7, steps: int = 60) -> float:
-    best = float("inf")
-    for _ in range(blocks):
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        best = min(best, (time.perf_counter() - start) / steps)
-    return best * 1e3
-
-
 def measure(side: str) -> dict:
     """In this process: the step with the collector on and off, and the collector's work."""
     step = _step(side)
     for _ in range(20):
         step()
-    on_ms = _best_ms(step)
+    on_ms = best_per_call(step, calls=60, runs=7) * 1e3
     gc.disable()
     try:
-        off_ms = _best_ms(step)
+        off_ms = best_per_call(step, calls=60, runs=7) * 1e3
     finally:
         gc.enable()
     spent = [0.0]

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from _common import best_per_call, emit, gemm_provider, write_csv
+
 HERE = Path(__file__).resolve().parent
 SIDES = ("pullback", "torch")
 
@@ -62,16 +64,9 @@ def time_one_side(case: str, side: str, clock: str, blocks: int, warmup: float) 
     t0 = time.perf_counter()
     step()
     calls = max(1, int(0.2 / max(time.perf_counter() - t0, 1e-6)))
-    best = float("inf")
-    for _ in range(blocks):
-        t0 = now()
-        for _ in range(calls):
-            step()
-        best = min(best, (now() - t0) / calls)
+    best = best_per_call(step, calls, blocks, clock=now)
     record = {"case": case, "side": side, "ms": best * 1e3, "calls_per_block": calls}
     if side != "torch":
-        from _common import gemm_provider
-
         record["gemm"] = gemm_provider()
     return record
 
@@ -105,7 +100,6 @@ def main() -> None:
     if args.child:
         print(json.dumps(time_one_side(*args.child, args.clock, args.blocks, args.warmup)))
         return
-    from _common import emit, write_csv
 
     rows = []
     for case in args.cases:

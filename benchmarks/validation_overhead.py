@@ -22,7 +22,7 @@ import numpy as np
 
 import pullback as pb
 import pullback.nn.functional as F
-from _common import emit
+from _common import best_per_call, emit
 from pullback import nn, optim
 from pullback._ops import elementwise
 from pullback.dispatch import apply
@@ -33,13 +33,7 @@ CHECKS = ("check_windows", "check_output_size", "check_same_dtype", "check_numbe
 
 def per_call(fn: Callable[[], Any], calls: int = 100_000, runs: int = 5) -> float:
     """Best CPU seconds per call of ``fn`` over ``runs`` runs of ``calls`` calls."""
-    best = float("inf")
-    for _ in range(runs):
-        start = time.process_time()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.process_time() - start) / calls)
-    return best
+    return best_per_call(fn, calls, runs, clock=time.process_time)
 
 
 def lenet_step() -> Callable[[], None]:
