@@ -106,16 +106,16 @@ def _lifted(values: tuple, rank: int, one: Any) -> tuple:
 
 def _convolve(where: str, rank: int, input: Tensor, weight: Tensor, bias: Tensor | None,
               stride: Any, padding: Any, dilation: Any, groups: int) -> Tensor:
-    x, w = input.array, weight.array
-    if x.ndim == rank + 1:  # one unbatched sample
+    # The tensors' own shape and dtype (not their arrays'): under vmap they are the logical ones
+    shape = input.shape
+    if len(shape) == rank + 1:  # one unbatched sample
         return _convolve(where, rank, input.unsqueeze(0), weight, bias, stride, padding,
                          dilation, groups)[0]
     _check_devices(where, input, weight, bias)
-    b = None if bias is None else bias.array
     # (stride=True equals 1 as a key, but is refused: the classes are part of the key)
-    key = (where, rank, x.shape, x.dtype, w.shape, w.dtype, None if b is None else b.shape,
-           None if b is None else b.dtype, stride, padding, dilation, groups, stride.__class__,
-           dilation.__class__, groups.__class__)
+    key = (where, rank, shape, input.dtype, weight.shape, weight.dtype,
+           None if bias is None else bias.shape, None if bias is None else bias.dtype, stride,
+           padding, dilation, groups, stride.__class__, dilation.__class__, groups.__class__)
     attrs = remembered(_CHECKED, key, 512, lambda: _checked_attrs(
         where, rank, input, weight, bias, stride, padding, dilation, groups))
     out = apply(_CONV[max(rank, 2)], _lift(input, rank), _lift(weight, rank), bias, **attrs)

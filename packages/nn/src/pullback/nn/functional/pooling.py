@@ -52,9 +52,8 @@ def pool_geometry(where: str, rank: int, x: Tensor, kernel_size: Any, stride: An
     ``stride`` defaults to the kernel size, padding is at most half the kernel, and
     ``ceil_mode`` becomes extra room after the last axis entries. The mapping is the one kept
     for these arguments, read-only: callers copy it to change it."""
-    array = x.array
-    key = (where, rank, array.shape, array.dtype, kernel_size, stride, padding, dilation,
-           ceil_mode, floating_only)
+    key = (where, rank, tuple(x.shape), x.dtype, kernel_size, stride, padding, dilation,
+           ceil_mode, floating_only)  # (the logical shape under vmap, not the array's)
     return remembered(_CHECKED, key, _MAX_CHECKED, lambda: _pool_geometry(
         where, rank, x, kernel_size, stride, padding, dilation, ceil_mode, floating_only))
 
