@@ -40,6 +40,16 @@ def _chunks(n: int) -> int:
     return max(1, min(pullback.get_num_threads(), n))
 
 
+# Each kernel's pointer arguments after the row range: the GEMM, its arrays (the forward's
+# bias among them), the failure flags and the dims array.
+_POINTERS = {"conv_forward_f32": 7, "conv_input_grad_f32": 6, "conv_weight_grad_f32": 6}
+
+
+def _kernel(name: str) -> Any:
+    """im2col.c's ctypes function ``name``, or ``None`` without a C compiler."""
+    return _native._function(name, _POINTERS[name], 0, source="im2col")
+
+
 class _Plan(NamedTuple):
     """One geometry's call of a kernel: the ctypes function, the address of ``cblas_sgemm``,
     the ``dims`` array im2col.c takes (n, chunks, c, o, h, w, then the window sizes), the
@@ -58,8 +68,7 @@ def _plan(name: str, n: int, c: int, o: int, spatial: tuple[int, int],
     geometry and thread count: a batch-1 convolution's C call took about 6 us, the sixteen
     sizes passed one by one 2 us more and the look-ups around them 3 us."""
     def build() -> _Plan | None:
-        kernel = _native._function(name, 7 if name == "conv_forward_f32" else 6, 0,
-                                   source="im2col")
+        kernel = _kernel(name)
         gemm = _sgemm()
         if kernel is None or gemm is None:
             return None
@@ -115,7 +124,7 @@ def runs_per_image(dtype: Any, groups: int) -> bool:
     """Whether a 2-d convolution of ``dtype`` with ``groups`` runs here (one GEMM per image)
     rather than as the op's batched im2col."""
     return (np.dtype(dtype) == np.float32 and groups == 1 and _sgemm() is not None
-            and _native._function("conv_forward_f32", 7, 0, source="im2col") is not None)
+            and _kernel("conv_forward_f32") is not None)
 
 
 def conv2d(x: Any, w: Any, b: Any, stride: Sizes, padding: PaddingNd, dilation: Sizes,

@@ -73,8 +73,9 @@ def _check_devices(where: str, x: Tensor, weight: Tensor, bias: Tensor | None) -
 
 
 # A convolution's arguments checked, by everything the checks read (rank, shapes, dtypes, the
-# window arguments and their types): the keyword arguments of its op. A batch-1 layer spent
-# more in these checks than in its C kernel.
+# window arguments and their types): the keyword arguments of its op, shared by the calls that
+# unpack them (a plain dict: a read-only mapping took 0.3 us more to unpack). A batch-1 layer
+# spent more in these checks than in its C kernel.
 _CHECKED: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
