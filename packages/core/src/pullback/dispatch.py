@@ -286,8 +286,9 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         # have their version counters checked at backward time (check_saved_versions).
         node = _new_object(Node)
         node.op = op
-        node.args = args
-        node.arrays = arrays
+        # A tuple of arrays and numbers is untracked by the cyclic collector at its first look
+        # (a list would stay tracked until the backward); no input Tensor is kept (Node.arrays).
+        node.arrays = tuple(arrays)
         node.attrs = attrs
         node.out_data = out if op.save_output else None
         node.saved = saved
@@ -295,24 +296,24 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         node.extra = None
         node.seq = next_node_seq()
         edges: list[Any] = []
-        if op.save_inputs:
-            versions: list[Any] | None = []
-            for a in args:
-                if isinstance(a, Tensor):
+        save_inputs = op.save_inputs
+        versions: tuple[Any, ...] | None = () if save_inputs else None
+        constant = False
+        for a in args:
+            if isinstance(a, Tensor):
+                if save_inputs:
                     version = a._version
                     if version is INFERENCE_VERSION:
                         raise inference_tensor_error(op)
                     versions += (version, version[0])  # type: ignore[operator]
-                    edges.append((a._node or a) if a._requires_grad else None)
-                else:
-                    edges.append(None)
-        else:
-            versions = None
-            for a in args:
-                edges.append((a._node or a) if isinstance(a, Tensor) and a._requires_grad
-                             else None)
+                if a._requires_grad:
+                    edges.append(a._node or a)
+                    continue
+                constant = True
+            edges.append(None)
         node.edges = edges
         node.versions = versions
+        node.constants = _constants(args) if constant else None
         t._node = node
         t._requires_grad = True
     else:
@@ -321,6 +322,11 @@ def apply(op: Op, *args: Any, **attrs: Any) -> Tensor:
         if inference_threads[0] and st.inference:
             t._version = INFERENCE_VERSION
     return t
+
+
+def _constants(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``Node.constants``: each Tensor argument that needs no gradient, ``None`` elsewhere."""
+    return tuple(a if isinstance(a, Tensor) and not a._requires_grad else None for a in args)
 
 
 def _wrap_outputs(outs: tuple[Any, ...], device: Any) -> tuple[Tensor | None, ...]:

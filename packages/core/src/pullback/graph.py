@@ -29,11 +29,11 @@ def inference_tensor_error(op: Op) -> AutogradError:
 
 def check_saved_versions(node: Any) -> None:
     """Refuse a backward through ``node`` (a :class:`Node` or a Function's node) if a tensor it
-    saved was modified in place since it was recorded (its flat ``versions`` list)."""
+    saved was modified in place since it was recorded (its flat ``versions`` tuple)."""
     versions = node.versions
     # The counters' values now against those recorded, compared by C loops (this runs for
     # every node that saved its inputs).
-    if list(map(_current, versions[::2])) == versions[1::2]:
+    if tuple(map(_current, versions[::2])) == versions[1::2]:
         return
     for counter, value in zip(versions[::2], versions[1::2]):
         if counter[0] != value:
@@ -51,10 +51,14 @@ class Node:
 
     Attributes:
         op: the op.
-        args: the positional arguments as given (Tensors and Python scalars), for
-            ``create_graph`` backward; ``None`` once the graph has been freed.
-        arrays: the same arguments with Tensors replaced by their arrays, for first-order
-            backward.
+        arrays: the positional arguments with Tensors replaced by their arrays (Python scalars
+            as given); ``None`` once the graph has been freed. The node keeps no input Tensor
+            but the constants below: ``recorded_inputs`` (in the engine) rebuilds the
+            arguments as Tensors for ``create_graph`` backward. As PyTorch's saved variables:
+            a chain of ops then does not keep each intermediate Tensor object alive until the
+            backward, where Python's cyclic collector would scan them again and again.
+        constants: ``None``, or, when a Tensor argument needs no gradient, the arguments with
+            each such Tensor in its place and ``None`` elsewhere (graph views name them).
         attrs: the op's keyword attributes.
         out_data: the output array when the op's grad rule reads it, else ``None``.
         saved: extra arrays an ``aux`` kernel saved for its grad rule.
@@ -62,7 +66,7 @@ class Node:
         edges: per argument, where its gradient goes: the producing :class:`Node` (or
             :class:`OutputSlot`), the leaf Tensor itself, or ``None`` (no gradient wanted).
         versions: the version counter and its value at record time of each saved Tensor
-            argument, as one flat list ``[counter, value, counter, value...]`` (a list of
+            argument, as one flat tuple ``(counter, value, counter, value...)`` (a tuple of
             pairs would cost a tuple per input on every recorded op); ``None`` for an op that
             saves no inputs.
         hooks: gradient hooks registered on the output Tensor (non-leaf ``register_hook``).
@@ -77,18 +81,18 @@ class Node:
     """
 
     __slots__ = (
-        "op", "args", "arrays", "attrs", "out_data", "saved", "device", "edges", "versions",
+        "op", "arrays", "constants", "attrs", "out_data", "saved", "device", "edges", "versions",
         "extra", "seq", "__weakref__",
     )
     op: Op
-    args: tuple[Any, ...] | None
-    arrays: list[Any] | None
+    arrays: tuple[Any, ...] | None
+    constants: tuple[Any, ...] | None
     attrs: dict[str, Any]
     out_data: Any
     saved: Any
     device: Any
     edges: list[Any] | None
-    versions: list[Any] | None
+    versions: tuple[Any, ...] | None
     extra: NodeExtras | None
     seq: int
 
@@ -129,11 +133,11 @@ class Node:
     @property
     def released(self) -> bool:
         """Whether backward already freed this node's saved values."""
-        return self.args is None
+        return self.edges is None
 
     def release(self) -> None:
         """Free what backward needed (after a backward without ``retain_graph``)."""
-        self.args = self.arrays = self.out_data = self.saved = None
+        self.arrays = self.constants = self.out_data = self.saved = None
         self.edges = None
 
     def __repr__(self) -> str:

@@ -86,7 +86,7 @@ def _finish(trace: Trace, tracer: Tracer, inputs: list[Tensor], result: Any) -> 
 def _has_live_graph(t: Tensor) -> bool:
     node: Any = t._node
     node = getattr(node, "node", node)  # a Function's OutputSlot -> its node
-    return node is not None and node.args is not None
+    return node is not None and node.edges is not None
 
 
 def _final_value(ph: Placeholder, tracer: Tracer, inputs: list[Tensor]) -> Value | None:

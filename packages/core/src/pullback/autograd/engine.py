@@ -282,7 +282,7 @@ def run_backward(
             g = grads.pop(node)
             if owned:
                 owned.discard(id(g))
-            if node.args is None:
+            if node.edges is None:
                 raise AutogradError(_FREED.format(node.name))
             if raw and node.device is not F_device:
                 F_device = node.device
@@ -374,7 +374,7 @@ def run_backward(
                     mode.on_backward(node, g, in_grads)
             if not retain_graph:
                 if is_op_node:
-                    node.args = node.arrays = node.out_data = node.saved = node.edges = None
+                    node.arrays = node.constants = node.out_data = node.saved = node.edges = None
                 else:
                     node.release()
     except BaseException:
@@ -459,7 +459,7 @@ def _run_rule(
         kwargs = {**kwargs, "saved": saved}
     if op._grad_wants_needs:
         kwargs = {**kwargs, "needs": _needs(node, reach, wanted_leaves)}
-    ins = _inputs_as_recorded(node)
+    ins = recorded_inputs(node)
     out = None
     if node.out_data is not None:
         out = Tensor._wrap(node.out_data, node.device)
@@ -494,21 +494,38 @@ def _wrong_count(op: Any, result: Any, ins: Sequence[Any]) -> AutogradError:
     )
 
 
-def _inputs_as_recorded(node: Node) -> tuple[Any, ...]:
-    """The node's Tensor inputs as they were when it was recorded.
+def recorded_inputs(node: Node) -> tuple[Any, ...]:
+    """The op node's arguments as they were when it was recorded: Tensors, and the other
+    arguments (Python scalars, None) as given (a node keeps its inputs' arrays and edges, not
+    the Tensors: see ``Node.arrays``).
 
-    A recorded in-place op re-points its tensor at a new array and node; the rule must see the
-    old value and graph position, rebuilt here from the saved array and edge.
+    A leaf or constant argument that still holds the recorded array comes back as itself. Any
+    other Tensor argument (a non-leaf, or one that a recorded in-place op re-pointed at a new
+    array since) comes back as a new Tensor around the recorded array, whose gradient goes
+    where the argument's went (its edge) and, for an op that saved its inputs, with the
+    argument's version counter (so an in-place write is still caught in a double backward).
     """
-    ins = []
-    # Not None: run_backward checked args (no assert on this path).
-    for a, arr, edge in zip(node.args, node.arrays, node.edges):  # type: ignore[arg-type]
-        if isinstance(a, Tensor) and a.array is not arr:
-            a = Tensor._wrap(arr, node.device)
+    device, constants, versions = node.device, node.constants, node.versions
+    # Not None: the callers checked that the node is live (no assert on this path).
+    arrays, edges = node.arrays, node.edges
+    inputs: list[Any] = []
+    tensors = 0  # Tensor arguments so far: their (counter, value) pairs are in ``versions``
+    for k, (array, edge) in enumerate(zip(arrays, edges)):  # type: ignore[arg-type]
+        given = edge if isinstance(edge, Tensor) else constants[k] if constants else None
+        if edge is None and given is None:
+            inputs.append(array)
+            continue
+        if given is not None and given.array is array:
+            inputs.append(given)
+        else:
+            t = Tensor._wrap(array, device)
             if edge is not None:
-                a._node, a._requires_grad = edge, True
-        ins.append(a)
-    return tuple(ins)
+                t._node, t._requires_grad = edge, True
+            if versions:
+                t._version = versions[2 * tensors]
+            inputs.append(t)
+        tensors += 1
+    return tuple(inputs)
 
 
 def _output_hooks(node: Any, g: Any, on_tensors: bool, device: Any) -> Any:

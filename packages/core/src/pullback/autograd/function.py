@@ -119,7 +119,7 @@ class FunctionNode:
     device: Any
     n_outputs: int
     out_meta: list[tuple[tuple[int, ...], Any, Any] | None]
-    versions: list[Any] | None  # flat [counter, value, ...], as Node.versions
+    versions: tuple[Any, ...] | None  # flat (counter, value, ...), as Node.versions
     meta: Any
     output_hooks: dict[int, Any]
     output_retained: dict[int, Any]
@@ -270,7 +270,7 @@ class Function:
                 versions += (t._version, t._version[0])
             saved.append(t)
         ctx._saved = tuple(saved)
-        node.versions = versions
+        node.versions = tuple(versions)
         if single:
             return new_outs[0]
         return tuple(new_outs) if isinstance(result, tuple) else new_outs

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .._files import write_atomic
+from ..autograd.engine import recorded_inputs
 from ..graph import OutputSlot
 from ..tensor import Tensor
 
@@ -57,13 +58,15 @@ def _name_table(names: Any) -> dict[int, str]:
 
 def _inputs(node: Any) -> list[_Input]:
     """The arguments of a recorded node (an op's Node or a Function's node)."""
-    if node.args is None:
+    if node.edges is None:
         return []
-    is_function = node.op is None
-    arrays = [a.array if isinstance(a, Tensor) else a for a in node.args] if is_function \
-        else node.arrays
+    if node.op is None:
+        args = node.args
+        arrays = [a.array if isinstance(a, Tensor) else a for a in args]
+    else:
+        args, arrays = recorded_inputs(node), node.arrays
     out = []
-    for arg, array, edge in zip(node.args, arrays, node.edges):
+    for arg, array, edge in zip(args, arrays, node.edges):
         shape = tuple(array.shape) if hasattr(array, "shape") else None
         dtype = str(array.dtype) if hasattr(array, "dtype") else ""
         if edge is None:
@@ -137,7 +140,7 @@ def _node_text(node: Any, number: int, shape: Any, dtype: str, index: int | None
     if attrs:
         text += f"  ({attrs})"
     text += _fmt_grad(_grad_norm(_retained(node, index)))
-    if node.args is None:
+    if node.edges is None:
         text += f"  <{_RELEASED}>"
     return text
 
