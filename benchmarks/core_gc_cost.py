@@ -1,13 +1,15 @@
 """What Python's cyclic garbage collector costs the 1,000-op chain (``core_overhead.py``'s
 workload), for pullback and for PyTorch, each side in a process of its own.
 
-pullback records each op as Python objects that the collector tracks (the output Tensor, its
-graph Node, the Node's lists of inputs, edges and saved versions, the version counter): about
-seven per op, alive until the backward. Their allocations start the collector's young
-collections, whose survivors start full ones over every object of the process. PyTorch keeps
-its graph in C++, out of the collector's sight. This script times the step with the collector
-on and off, and adds up the collector's own time per step (``gc.callbacks``) and the
-collections of each generation, for both frameworks, alternating the sides' processes.
+pullback records each op as Python objects that the collector tracks (the graph Node, its
+edges, its tuple of input arrays, for ops that save their inputs the saved versions), alive
+until the backward; until 2d5584c the Node also kept its input Tensors, and with them every
+intermediate Tensor and its version counter (7.3 tracked objects per op, now 2.5). Their
+allocations start the collector's young collections, whose survivors start full ones over every
+object of the process. PyTorch keeps its graph in C++, out of the collector's sight. This script
+times the step with the collector on and off, adds up the collector's own time per step
+(``gc.callbacks``) and the collections of each generation, and counts the tracked objects the
+forward leaves alive per op, for both frameworks, alternating the sides' processes.
 
     python benchmarks/core_gc_cost.py            # 3 rounds, 2 threads, wall clock
     python benchmarks/core_gc_cost.py --rounds 5
@@ -58,6 +60,28 @@ def _step(side: str):
     return step
 
 
+def _tracked_per_op(side: str) -> float:
+    """The tracked objects that the chain's forward leaves alive until its backward, per op."""
+    if side == "torch":
+        import torch as framework
+    else:
+        import pullback as framework  # type: ignore[no-redef]
+    from core_overhead import N_OPS, chain
+
+    x = framework.tensor(np.ones(8, np.float32), requires_grad=True)
+    w = framework.tensor(np.ones(8, np.float32), requires_grad=True)
+    gc.collect()
+    gc.disable()
+    try:
+        alive = len(gc.get_objects())
+        loss = chain(x, w)
+        alive = len(gc.get_objects()) - alive
+    finally:
+        gc.enable()
+    loss.backward()
+    return alive / N_OPS
+
+
 def measure(side: str) -> dict:
     """In this process: the step with the collector on and off, and the collector's work."""
     step = _step(side)
@@ -79,6 +103,7 @@ def measure(side: str) -> dict:
             spent[0] += time.perf_counter() - started[0]
 
     steps = 300
+    per_op = _tracked_per_op(side)
     before = [s["collections"] for s in gc.get_stats()]
     gc.callbacks.append(timer)
     try:
@@ -90,6 +115,7 @@ def measure(side: str) -> dict:
     return {"side": side, "step_gc_on_ms": round(on_ms, 3), "step_gc_off_ms": round(off_ms, 3),
             "gc_ms_per_step": round(spent[0] / steps * 1e3, 3),
             "collections_per_step": [round((b - a) / steps, 3) for a, b in zip(before, after)],
+            "tracked_per_op": round(per_op, 2),
             "tracked_objects": len(gc.get_objects())}
 
 
@@ -115,7 +141,9 @@ def main() -> None:
         off = statistics.median(r["step_gc_off_ms"] for r in records)
         collector = statistics.median(r["gc_ms_per_step"] for r in records)
         summary[side] = {"step_gc_on_ms": on, "step_gc_off_ms": off, "gc_ms_per_step": collector,
-                         "gc_share": round(collector / on, 3)}
+                         "gc_share": round(collector / on, 3),
+                         "tracked_per_op": statistics.median(r["tracked_per_op"]
+                                                             for r in records)}
     emit(benchmark="core_gc_cost", **summary,
          ratio_gc_on=round(summary["pullback"]["step_gc_on_ms"]
                            / summary["torch"]["step_gc_on_ms"], 3),
