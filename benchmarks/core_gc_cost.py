@@ -4,7 +4,7 @@ workload), for pullback and for PyTorch, each side in a process of its own.
 pullback records each op as Python objects that the collector tracks (the graph Node, its
 edges, its tuple of input arrays, for ops that save their inputs the saved versions), alive
 until the backward; until 2d5584c the Node also kept its input Tensors, and with them every
-intermediate Tensor and its version counter (7.3 tracked objects per op, now 2.5). Their
+intermediate Tensor and its version counter (6.3 tracked objects per op, now 3.5). Their
 allocations start the collector's young collections, whose survivors start full ones over every
 object of the process. PyTorch keeps its graph in C++, out of the collector's sight. This script
 times the step with the collector on and off, adds up the collector's own time per step
