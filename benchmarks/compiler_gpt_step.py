@@ -10,6 +10,7 @@ is the node count before and after each pass.
     python benchmarks/compiler_gpt_step.py --threads 1 --clock cpu   # busy machine
     python benchmarks/compiler_gpt_step.py --no-torch-compile   # skip torch.compile (slow build)
     python benchmarks/compiler_gpt_step.py --profile            # + the compiled step's time per op
+                                                                # and what 0.8 leaves beside the products
 
 Which library runs the GEMMs is printed for each side: pullback's eager and compiled steps use
 the process's GEMM provider (MKL where the ``mkl`` wheel is installed, a dependency of pullback on
@@ -72,9 +73,10 @@ def node_kind(op_name: str) -> str:
     return "copies and indexing (reshape, slices, gathers)"
 
 
-def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> None:
+def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> dict[str, float]:
     """Time each node of the compiled step (its kernel call) and print the totals per op and
-    per kind; what is left of the step is the generated Python around the kernels."""
+    per kind; what is left of the step is the generated Python around the kernels. Returns
+    the milliseconds per kind."""
     from pullback.compiler import lower
 
     spent: dict[str, float] = {}
@@ -110,6 +112,7 @@ def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> None:
     for kind, seconds in kinds.items():
         emit(benchmark="compiler_gpt_step_profile", kind=kind, ms=round(seconds * 1e3, 2),
              share=round(seconds / total, 3), step_ms=round(total * 1e3, 2), gemm=gemm)
+    return {kind: seconds * 1e3 for kind, seconds in kinds.items()}
 
 
 def torch_kind(name: str) -> str:
@@ -127,9 +130,9 @@ def torch_kind(name: str) -> str:
     return "elementwise and reductions (fused loops, optimizer)"
 
 
-def profile_torch(torch, step, steps: int = 10) -> None:
+def profile_torch(torch, step, steps: int = 10) -> dict[str, float]:
     """PyTorch's step by the same kinds (the profiler's self CPU time of each ATen op; the
-    rest of the step is Python, autograd and dispatch)."""
+    rest of the step is Python, autograd and dispatch). Returns the milliseconds per kind."""
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(3):
@@ -149,6 +152,25 @@ def profile_torch(torch, step, steps: int = 10) -> None:
         emit(benchmark="compiler_gpt_step_profile_torch", kind=kind,
              ms=round(us / steps / 1e3, 2), share=round(us / total, 3),
              step_ms=round(total / steps / 1e3, 2))
+    return {kind: us / steps / 1e3 for kind, us in kinds.items()}
+
+
+_GEMM_KIND = "gemm (+ epilogue loop)"
+
+
+def emit_budget(torch_eager_ms: float, ours: dict[str, float], theirs: dict[str, float]) -> None:
+    """What the target leaves for everything but the matrix products: 0.8x PyTorch's eager
+    step, minus the products at the faster of the two sides' times (both run MKL), against what
+    the compiled step's other kernels take now (per-node timers: an upper bound)."""
+    target_ms = TARGET * torch_eager_ms
+    products_ms = min(ours[_GEMM_KIND], theirs[_GEMM_KIND])
+    rest_ms = sum(ms for kind, ms in ours.items() if kind != _GEMM_KIND)
+    emit(benchmark="compiler_gpt_step_budget", torch_eager_ms=round(torch_eager_ms, 2),
+         target_ms=round(target_ms, 2), compiled_products_ms=round(ours[_GEMM_KIND], 2),
+         torch_products_ms=round(theirs[_GEMM_KIND], 2),
+         left_for_the_rest_ms=round(target_ms - products_ms, 2),
+         the_rest_now_ms=round(rest_ms, 2),
+         the_rest_must_shrink_by=round(rest_ms / max(target_ms - products_ms, 1e-9), 2))
 
 
 def gpt_training_step(model, opt):
@@ -228,8 +250,9 @@ def main() -> None:
          pullback_gemm=compiled.gemm, torch_gemm="mkl" if torch.backends.mkl.is_available() else
          "other", threads=OPTIONS.threads, clock=OPTIONS.clock)
     if args.profile:
-        profile_compiled(entry, [x, y], _clock(), compiled.gemm)
-        profile_torch(torch, torch_step)
+        ours = profile_compiled(entry, [x, y], _clock(), compiled.gemm)
+        theirs = profile_torch(torch, torch_step)
+        emit_budget(times["torch_eager"] * 1e3, ours, theirs)
 
 
 if __name__ == "__main__":
