@@ -1,0 +1,55 @@
+"""Each round's own pullback / PyTorch ratio, pooled over the runs of ``eager_targets.py`` that a
+CSV holds, per revision and case: the figure to read when the machine's speed drifted between
+runs (a round's two processes ran one after the other, so its ratio shares the moment's speed,
+while the bests of a run may come from different moments).
+
+    python benchmarks/paired_ratios.py docs/eager_targets_2026-12-07_round4.csv
+    python benchmarks/paired_ratios.py docs/eager_targets_2026-12-07_round4.csv --cases op_chain
+
+The CSV has ``eager_targets.py``'s columns (``pullback_runs_ms`` and ``torch_runs_ms``: one time
+per round, in order), and optionally ``revision``, which groups its rows. Prints one JSON line
+per revision and case: the rounds pooled, the median ratio, its quartiles and the share of
+rounds within the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+from pathlib import Path
+
+from _common import emit
+
+
+def round_ratios(row: dict[str, str]) -> list[float]:
+    """The ratio of each round of one ``eager_targets.py`` row."""
+    ours = [float(v) for v in row["pullback_runs_ms"].split()]
+    theirs = [float(v) for v in row["torch_runs_ms"].split()]
+    return [a / b for a, b in zip(ours, theirs, strict=True)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("csv", type=Path)
+    parser.add_argument("--cases", nargs="*", help="only these cases (default: every one)")
+    args = parser.parse_args()
+    pooled: dict[tuple[str, str], list[float]] = {}
+    targets: dict[str, float] = {}
+    with args.csv.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if args.cases and row["case"] not in args.cases:
+                continue
+            key = (row.get("revision", ""), row["case"])
+            pooled.setdefault(key, []).extend(round_ratios(row))
+            targets[row["case"]] = float(row["target"])
+    for (revision, case), ratios in pooled.items():
+        low, median, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        emit(benchmark="paired_ratios", revision=revision, case=case, rounds=len(ratios),
+             median_ratio=round(median, 3), quartiles=[round(low, 3), round(high, 3)],
+             target=targets[case],
+             share_within_target=round(sum(r <= targets[case] for r in ratios) / len(ratios), 2))
+
+
+if __name__ == "__main__":
+    main()
