@@ -62,6 +62,12 @@ def peak_memory(fn: Callable[[], Any]) -> int:
     return peak
 
 
+def round_ratios(ours: list[float], theirs: list[float]) -> list[float]:
+    """Each round's own ratio ``ours / theirs`` (the two sides' times of a round, in order):
+    what a machine whose speed drifts over minutes leaves comparable."""
+    return [a / b for a, b in zip(ours, theirs, strict=True)]
+
+
 def write_csv(path: str, rows: list[dict[str, Any]]) -> None:
     """One row per dict, columns from the first row; the folder is made if missing."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

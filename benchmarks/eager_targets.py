@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import best_per_call, emit, gemm_provider, write_csv
+from _common import best_per_call, emit, gemm_provider, round_ratios, write_csv
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("pullback", "torch")
@@ -120,10 +120,9 @@ def main() -> None:
                 best[side] = min(best.get(side, float("inf")), record["ms"])
                 gemm = record.get("gemm", gemm)
         ratio = best[ours] / best["torch"]
-        # Each round's two processes ran one after the other: their ratio is what a machine
-        # whose speed drifts over minutes leaves comparable; the median over rounds is a check
-        # on the ratio of the bests.
-        paired = statistics.median(a / b for a, b in zip(runs[ours], runs["torch"]))
+        # Each round's two processes ran one after the other: the median of the rounds' own
+        # ratios is a check on the ratio of the bests.
+        paired = statistics.median(round_ratios(runs[ours], runs["torch"]))
         row = dict(benchmark="eager_target", case=case, what=CASES[case].what,
                    pullback_ms=round(best[ours], 3), torch_ms=round(best["torch"], 3),
                    ratio=round(ratio, 3), median_round_ratio=round(paired, 3),

@@ -19,14 +19,13 @@ import csv
 import statistics
 from pathlib import Path
 
-from _common import emit
+from _common import emit, round_ratios
 
 
-def round_ratios(row: dict[str, str]) -> list[float]:
+def _row_ratios(row: dict[str, str]) -> list[float]:
     """The ratio of each round of one ``eager_targets.py`` row."""
-    ours = [float(v) for v in row["pullback_runs_ms"].split()]
-    theirs = [float(v) for v in row["torch_runs_ms"].split()]
-    return [a / b for a, b in zip(ours, theirs, strict=True)]
+    return round_ratios([float(v) for v in row["pullback_runs_ms"].split()],
+                        [float(v) for v in row["torch_runs_ms"].split()])
 
 
 def main() -> None:
@@ -41,7 +40,7 @@ def main() -> None:
             if args.cases and row["case"] not in args.cases:
                 continue
             key = (row.get("revision", ""), row["case"])
-            pooled.setdefault(key, []).extend(round_ratios(row))
+            pooled.setdefault(key, []).extend(_row_ratios(row))
             targets[row["case"]] = float(row["target"])
     for (revision, case), ratios in pooled.items():
         low, median, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
