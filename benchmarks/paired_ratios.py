@@ -21,6 +21,9 @@ from pathlib import Path
 
 from _common import emit, round_ratios
 
+# The runs docs/benchmarks.md's fourth round pools (what `nox -s bench` prints without arguments).
+ROUND4 = Path(__file__).resolve().parent.parent / "docs" / "eager_targets_2026-12-07_round4.csv"
+
 
 def _row_ratios(row: dict[str, str]) -> list[float]:
     """The ratio of each round of one ``eager_targets.py`` row."""
@@ -30,7 +33,8 @@ def _row_ratios(row: dict[str, str]) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", type=Path)
+    parser.add_argument("csv", type=Path, nargs="?", default=ROUND4,
+                        help="runs of eager_targets.py (default: the fourth round's)")
     parser.add_argument("--cases", nargs="*", help="only these cases (default: every one)")
     args = parser.parse_args()
     pooled: dict[tuple[str, str], list[float]] = {}
