@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import gc
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -55,10 +57,14 @@ def test_resume_in_a_new_process_is_bit_identical(tmp_path, corpus):
     assert _losses(tmp_path / "straight") == _losses(tmp_path / "resumed")
 
 
-def _rows_without_timing(out):
+def _log_rows(out):
     with (out / "metrics.csv").open() as f:
-        return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed_s")}
-                for r in csv.DictReader(f)]
+        return list(csv.DictReader(f))
+
+
+def _rows_without_timing(out):
+    return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed_s")}
+            for r in _log_rows(out)]
 
 
 class _Killed(Exception):
@@ -87,19 +93,35 @@ def test_log_of_a_resumed_run_matches_a_straight_run(tmp_path, corpus, stop):
         assert load_checkpoint(resumed).step == 4
     else:
         train(cfg, text, resumed, quiet=True, on_step=_interrupt_at(8))
-    before = max(float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())
+    before = max(float(r["elapsed_s"]) for r in _log_rows(resumed)
                  if int(r["step"]) <= load_checkpoint(resumed).step)
     result = train(cfg, text, resumed, resume=True, quiet=True)
     assert _rows_without_timing(resumed) == _rows_without_timing(tmp_path / "straight")
-    elapsed = [float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())]
+    elapsed = [float(r["elapsed_s"]) for r in _log_rows(resumed)]
     assert elapsed == sorted(elapsed) and elapsed[-1] > before
     assert result.elapsed_s >= elapsed[-1] - 0.005  # the log rounds to 0.01 s, maybe upwards
+
+
+def test_a_run_stopped_by_an_error_and_its_resume_leave_no_file_open(tmp_path, corpus):
+    """The log is closed when an error stops the run (it was left to the collector, which
+    warned), and reading it back on resume closes what it opened."""
+    cfg = tiny_train_config(steps=6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        try:
+            train(cfg, corpus.read_text(), tmp_path, quiet=True, on_step=_killed_at(5))
+        except _Killed:
+            pass
+        gc.collect()
+        train(cfg, corpus.read_text(), tmp_path, resume=True, quiet=True)
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 def test_outputs_of_a_run(tmp_path, corpus):
     result = train(tiny_train_config(steps=8), corpus.read_text(), tmp_path, quiet=True)
     assert (tmp_path / "loss.png").stat().st_size > 1000
-    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    rows = _log_rows(tmp_path)
     assert [int(r["step"]) for r in rows if r["loss"]] == list(range(1, 9))
     evals = [r for r in rows if r["val_loss"]]
     assert [int(r["step"]) for r in evals] == [4, 8]

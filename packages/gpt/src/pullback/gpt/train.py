@@ -156,9 +156,11 @@ def _read_log(path: Path, resume_step: int) -> list[dict[str, str]]:
         f = open_regular(path, CheckpointError, "training log", follow_links=False)
     except FileNotFoundError:
         return []
-    with f:
+    # the text wrapper is closed with the file (left to the collector, it warned, and closing
+    # it there would close whatever file had its descriptor by then)
+    with f, io.TextIOWrapper(f, encoding="utf-8", newline="") as text:
         try:
-            rows = list(csv.DictReader(io.TextIOWrapper(f, encoding="utf-8", newline="")))
+            rows = list(csv.DictReader(text))
             kept = [{k: r[k] for k in CSV_FIELDS} for r in rows if int(r["step"]) <= resume_step]
             for r in kept:
                 float(r["elapsed_s"])
@@ -279,9 +281,9 @@ def train(cfg: TrainConfig, text: str, out_dir: str | Path, device: str = "cpu",
         if main:
             bar.write(f"interrupted at step {step}: checkpoint saved to {path}")
     except BaseException:
+        bar.close()
+        log.close()  # what was logged stays readable; the log file is not left open
         if main and created and step == start_step:  # nothing was trained: leave nothing behind
-            bar.close()
-            log.close()
             shutil.rmtree(out, ignore_errors=True)
         raise
     if not interrupted:
