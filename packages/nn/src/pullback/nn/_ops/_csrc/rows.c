@@ -23,6 +23,7 @@
  * before this, with a typed error). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pullback_math.h"
 
@@ -33,6 +34,8 @@
  * per element), so the row maxima below are written with these. */
 typedef float f32x16 __attribute__((vector_size(64)));
 typedef int32_t i32x16 __attribute__((vector_size(64)));
+/* LANES partial sums are one such vector (row_sums_centered copies one into the other) */
+typedef char lanes_are_one_vector[LANES == sizeof(f32x16) / sizeof(float) ? 1 : -1];
 
 /* The sum of a chunk's LANES partial sums, as a tree (halves added pairwise: depth log2 LANES).
  * Added one after the other they made a chain of LANES dependent additions, which a layer
@@ -76,6 +79,38 @@ static double row_dot(const float *x, const float *y, int64_t n, float mu, float
         total += s;
     }
     return total;
+}
+
+/* The sum of d = x[j] - mu over a row and the sum of d * d, in one pass (lanes per chunk,
+ * chunks in double, as row_sum). */
+static void row_sums_centered(const float *x, int64_t n, float mu, double *sum, double *squares) {
+    double total = 0, total_sq = 0;
+    for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
+        int64_t m = n - c0 < CHUNK ? n - c0 : CHUNK, j = 0;
+        const float *xc = x + c0;
+        /* the vector type: gcc 12 leaves two arrays of lane sums in one loop scalar */
+        f32x16 vs = {0}, vsq = {0};
+        for (; j + LANES <= m; j += LANES) {
+            f32x16 d;
+            memcpy(&d, xc + j, sizeof d);
+            d -= mu;
+            vs += d;
+            vsq += d * d;
+        }
+        float acc[LANES], acc_sq[LANES];
+        memcpy(acc, &vs, sizeof acc);
+        memcpy(acc_sq, &vsq, sizeof acc_sq);
+        float s = lanes_sum(acc), sq = lanes_sum(acc_sq);
+        for (; j < m; j++) {
+            float d = xc[j] - mu;
+            s += d;
+            sq += d * d;
+        }
+        total += s;
+        total_sq += sq;
+    }
+    *sum = total;
+    *squares = total_sq;
 }
 
 /* max of scale * x[j] over j < seen. NaN elements are skipped here (v > acc is false for NaN):
@@ -180,14 +215,17 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         float mu = (float)(row_sum(xr, cols) / (double)cols);
-        /* x - mu written to y first. The corrected two-pass algorithm: mu is off by its
-         * rounding (an ulp of the values), which rstd ~ 1/sqrt(eps) would blow up in a
-         * constant row; the mean of x - mu is that error (exactly, for a constant row, which
-         * then normalizes to exactly 0 as in PyTorch). The sum of (x - mu - c)^2 is the dot of
-         * y with y - c, c the correction (their difference is c * sum(y - c) = 0). */
-        for (int64_t j = 0; j < cols; j++) yr[j] = xr[j] - mu;
-        float correction = (float)(row_sum(yr, cols) / (double)cols);
-        double ss = row_dot(yr, yr, cols, correction, 1.0f);
+        /* The corrected two-pass algorithm: mu is off by its rounding (an ulp of the values),
+         * which rstd ~ 1/sqrt(eps) would blow up in a constant row; the mean of d = x - mu is
+         * that error c (exactly, for a constant row, whose x - (mu + c) is then exactly 0, as
+         * in PyTorch). The sum of (d - c)^2 is sum(d^2) - c * sum(d), both sums taken in the
+         * one pass over d (a pass writing d and two reading it back cost a third of the
+         * forward). */
+        double sum_d, sum_d2;
+        row_sums_centered(xr, cols, mu, &sum_d, &sum_d2);
+        float correction = (float)(sum_d / (double)cols);
+        double ss = sum_d2 - (double)correction * sum_d;
+        ss = ss < 0 ? 0 : ss; /* rounding in a row whose variance is below it (NaN kept) */
         mu += correction;
         if (!__builtin_isfinite(ss) || !__builtin_isfinite(mu)) {
             /* overflow, or a NaN/inf in the row (which gives NaN either way) */
