@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch", reason="PyTorch, the oracle, is installed f
 
 
 def _twins():
+    torch.manual_seed(0)  # unseeded, the weights followed the test order: an output near 0
     theirs = torch.nn.Linear(3, 2)
     ours = pnn.Linear(3, 2)
     ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
@@ -28,7 +29,8 @@ def test_data_parallel_without_gpus_is_the_module_as_pytorch_s():
     assert list(wrapped["pullback"].state_dict()) == list(wrapped["torch"].state_dict())
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
     np.testing.assert_allclose(wrapped["pullback"](pullback.tensor(x)).detach().numpy(),
-                               wrapped["torch"](torch.tensor(x)).detach().numpy(), rtol=1e-6)
+                               wrapped["torch"](torch.tensor(x)).detach().numpy(), rtol=1e-6,
+                               atol=1e-7)
     for lib, module in ((torch, theirs), (pullback, ours)):  # refused without GPUs, as torch
         with pytest.raises(RuntimeError, match="device type could not be determined"):
             lib.nn.parallel.data_parallel(module, lib.tensor(x))
