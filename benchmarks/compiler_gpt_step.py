@@ -9,8 +9,10 @@ is the node count before and after each pass.
     python benchmarks/compiler_gpt_step.py                      # 2 threads, wall clock
     python benchmarks/compiler_gpt_step.py --threads 1 --clock cpu   # busy machine
     python benchmarks/compiler_gpt_step.py --no-torch-compile   # skip torch.compile (slow build)
-    python benchmarks/compiler_gpt_step.py --profile            # + the compiled step's time per op
-                                                                # and what 0.8 leaves beside the products
+    python benchmarks/compiler_gpt_step.py --profile            # + the compiled step's time per op,
+                                                                # its products against the same
+                                                                # calls alone, and what 0.8 leaves
+                                                                # beside the products
 
 Which library runs the GEMMs is printed for each side: pullback's eager and compiled steps use
 the process's GEMM provider (MKL where the ``mkl`` wheel is installed, a dependency of pullback on
@@ -81,6 +83,7 @@ def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> dict[str
 
     spent: dict[str, float] = {}
     calls: dict[str, int] = {}
+    products: dict[int, tuple] = {}  # plain products: (kernel, args, kwargs) of one step
 
     def timed(node, kernel):
         name = node.op
@@ -90,6 +93,8 @@ def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> dict[str
             result = kernel(*args, **kwargs)
             spent[name] = spent.get(name, 0.0) + clock() - start
             calls[name] = calls.get(name, 0) + 1
+            if name in ("matmul", "nn.linear"):
+                products[id(node)] = (kernel, args, kwargs)
             return result
 
         return run
@@ -112,7 +117,33 @@ def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> dict[str
     for kind, seconds in kinds.items():
         emit(benchmark="compiler_gpt_step_profile", kind=kind, ms=round(seconds * 1e3, 2),
              share=round(seconds / total, 3), step_ms=round(total * 1e3, 2), gemm=gemm)
+    in_step = sum(spent.get(op, 0.0) for op in ("matmul", "nn.linear")) / steps
+    alone = products_alone(products.values(), clock, steps)
+    evicted = products_alone(products.values(), clock, steps, evict=True)
+    emit(benchmark="compiler_gpt_step_products_alone", products=len(products),
+         in_step_ms=round(in_step * 1e3, 2), alone_ms=round(alone * 1e3, 2),
+         alone_after_eviction_ms=round(evicted * 1e3, 2),
+         in_step_vs_alone=round(in_step / alone, 3))
     return {kind: seconds * 1e3 for kind, seconds in kinds.items()}
+
+
+def products_alone(products, clock, steps: int, evict: bool = False) -> float:
+    """Seconds the step's plain products (``matmul``, ``nn.linear``; not the epilogue nodes)
+    take called again on their last step's arrays, each ``steps`` times in a row: their
+    operands then come from the cache, where in the step the kernels between them have
+    evicted them. With ``evict``, 32 MiB are written before each call (this thread's caches
+    emptied of the operands), which tells whether the caches are the difference."""
+    junk = np.zeros(8 << 20, dtype=np.float32) if evict else None
+    total = 0.0
+    for kernel, args, kwargs in products:
+        kernel(*args, **kwargs)
+        for _ in range(steps):
+            if junk is not None:
+                junk += 1.0
+            start = clock()
+            kernel(*args, **kwargs)
+            total += (clock() - start) / steps
+    return total
 
 
 def torch_kind(name: str) -> str:
