@@ -34,7 +34,7 @@
  * per element), so the row maxima below are written with these. */
 typedef float f32x16 __attribute__((vector_size(64)));
 typedef int32_t i32x16 __attribute__((vector_size(64)));
-/* LANES partial sums are one such vector (row_sums_centered copies one into the other) */
+/* LANES partial sums are one such vector (vector_sum copies one into the other) */
 typedef char lanes_are_one_vector[LANES == sizeof(f32x16) / sizeof(float) ? 1 : -1];
 
 /* The sum of a chunk's LANES partial sums, as a tree (halves added pairwise: depth log2 LANES).
@@ -45,6 +45,13 @@ static inline float lanes_sum(float acc[LANES]) {
     for (int half = LANES / 2; half >= 1; half /= 2)
         for (int k = 0; k < half; k++) acc[k] += acc[k + half];
     return acc[0];
+}
+
+/* lanes_sum of LANES partial sums held in one vector */
+static inline float vector_sum(f32x16 v) {
+    float acc[LANES];
+    memcpy(acc, &v, sizeof acc);
+    return lanes_sum(acc);
 }
 
 /* Sums of a row: float partial sums in LANES lanes over chunks of CHUNK elements (this is what
@@ -97,10 +104,7 @@ static void row_sums_centered(const float *x, int64_t n, float mu, double *sum, 
             vs += d;
             vsq += d * d;
         }
-        float acc[LANES], acc_sq[LANES];
-        memcpy(acc, &vs, sizeof acc);
-        memcpy(acc_sq, &vsq, sizeof acc_sq);
-        float s = lanes_sum(acc), sq = lanes_sum(acc_sq);
+        float s = vector_sum(vs), sq = vector_sum(vsq);
         for (; j < m; j++) {
             float d = xc[j] - mu;
             s += d;
@@ -285,10 +289,7 @@ static void layer_norm_backward_sums(const float *restrict g, const float *restr
             vs += d;
             vsx += d * xhat;
         }
-        float acc[LANES], acc_x[LANES];
-        memcpy(acc, &vs, sizeof acc);
-        memcpy(acc_x, &vsx, sizeof acc_x);
-        float s = lanes_sum(acc), sx = lanes_sum(acc_x);
+        float s = vector_sum(vs), sx = vector_sum(vsx);
         for (; j < c0 + m; j++) {
             const float xhat = (x[j] - mu) * rs;
             if (sw) {
