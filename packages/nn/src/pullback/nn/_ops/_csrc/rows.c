@@ -71,18 +71,17 @@ static double row_sum(const float *x, int64_t n) {
     return total;
 }
 
-/* sum of x * (y - mu) * rs (mu = 0, rs = 1: the dot product; else layer norm's sum of
- * gxhat * xhat) */
-static double row_dot(const float *x, const float *y, int64_t n, float mu, float rs) {
+/* sum of x * y over a row (lanes per chunk, chunks in double) */
+static double row_dot(const float *x, const float *y, int64_t n) {
     double total = 0;
     for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
         int64_t m = n - c0 < CHUNK ? n - c0 : CHUNK, j = 0;
         const float *xc = x + c0, *yc = y + c0;
         float acc[LANES] = {0};
         for (; j + LANES <= m; j += LANES)
-            for (int k = 0; k < LANES; k++) acc[k] += xc[j + k] * ((yc[j + k] - mu) * rs);
+            for (int k = 0; k < LANES; k++) acc[k] += xc[j + k] * yc[j + k];
         float s = lanes_sum(acc);
-        for (; j < m; j++) s += xc[j] * ((yc[j] - mu) * rs);
+        for (; j < m; j++) s += xc[j] * yc[j];
         total += s;
     }
     return total;
@@ -186,7 +185,7 @@ void softmax_backward_f32(int64_t lo, int64_t hi, const float *restrict gy,
     for (int64_t r = lo; r < hi; r++) {
         const float *gr = gy + r * cols, *yr = y + r * cols;
         float *out = gx + r * cols;
-        float s = (float)row_dot(gr, yr, cols, 0.0f, 1.0f);
+        float s = (float)row_dot(gr, yr, cols);
         for (int64_t j = 0; j < cols; j++) out[j] = yr[j] * (gr[j] - s);
     }
 }
@@ -254,8 +253,8 @@ void layer_norm_f32(int64_t lo, int64_t hi, const float *restrict x, const float
 /* One pass of layer norm's backward over a row: gxhat = g * w (g without w) into out, the
  * parameter sums sw += g * xhat and sb += g (when sw is not NULL), and the row's sums of gxhat
  * and of gxhat * xhat into *sg and *sgx, xhat = (x - mu) * rs. The same operations in the same
- * order as the passes they replace (the parameter sums, gxhat, row_sum and row_dot: lanes per
- * chunk, chunks in double), so the same bits, with the row read once instead of four times. */
+ * order as the four passes they replace (the parameter sums, gxhat, and row_sum's lanes per
+ * chunk and chunks in double for both sums), so the same bits, with the row read once. */
 static void layer_norm_backward_sums(const float *restrict g, const float *restrict x,
                                      const float *restrict w, float *restrict out,
                                      float *restrict sw, float *restrict sb, int64_t n, float mu,
