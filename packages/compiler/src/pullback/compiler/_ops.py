@@ -4,11 +4,22 @@ attributes carry the compiled kernels, and each lowers itself (``"compiler.lower
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
-from pullback.registry import Op
+from pullback.registry import Op, get_op
+
+
+@functools.lru_cache(maxsize=None)
+def _generic_kernel(user: str, name: str, xp: Any) -> Any:
+    """Op ``name``'s kernel on ``xp`` for the compiler op ``user``, built on first use (a call
+    of ``user`` runs it; building it at each call cost more than a small kernel's work)."""
+    make = get_op(name).generic
+    if make is None:
+        raise NotImplementedError(f"{user}: '{name}' has no generic kernel")
+    return make(xp)
 
 
 def _call_kernel(xp: Any) -> Any:
@@ -45,12 +56,8 @@ SCATTER_SLICES = Op("compiler.scatter_slices", _scatter_slices_kernel, different
 def _epilogue_kernel(xp: Any) -> Any:
     def matmul_epilogue(*args: Any, product: str, product_attrs: dict[str, Any],
                         n_product_args: int, at: int, kernel: Any) -> Any:
-        from pullback.registry import get_op
-
-        make = get_op(product).generic
-        if make is None:
-            raise NotImplementedError(f"compiler.matmul_epilogue: '{product}' has no generic kernel")
-        y = make(xp)(*args[:n_product_args], **product_attrs)
+        y = _generic_kernel("compiler.matmul_epilogue", product, xp)(*args[:n_product_args],
+                                                                     **product_attrs)
         rest = args[n_product_args:]
         return kernel(*rest[:at], y, *rest[at:])
 
@@ -66,13 +73,8 @@ def _attention_backward_packed_kernel(xp: Any) -> Any:
     def attention_backward_packed(g: Any, q: Any, k: Any, v: Any, weights: Any, *, scale: float,
                                   causal: bool, starts: tuple[int, int, int],
                                   shape: tuple[int, ...]) -> Any:
-        from pullback.registry import get_op
-
-        make = get_op("nn.scaled_dot_product_attention_backward").generic
-        if make is None:
-            raise NotImplementedError("compiler.attention_backward_packed: nn's attention "
-                                      "backward has no generic kernel")
-        backward = make(xp)
+        backward = _generic_kernel("compiler.attention_backward_packed",
+                                   "nn.scaled_dot_product_attention_backward", xp)
         out = xp.empty(shape, dtype=q.dtype)
         heads = []
         for start, operand in zip(starts, (q, k, v)):
@@ -96,13 +98,9 @@ ATTENTION_BACKWARD_PACKED = Op(
 def _layer_norm_backward_add_kernel(xp: Any) -> Any:
     def layer_norm_backward_add(g: Any, x: Any, w: Any, mean: Any, rstd: Any, add: Any, *,
                                 normalized_ndim: int, param_grads: bool = True) -> Any:
-        from pullback.registry import get_op
-
-        make = get_op("nn.layer_norm_backward").generic
-        if make is None:
-            raise NotImplementedError("compiler.layer_norm_backward_add: nn's layer norm "
-                                      "backward has no generic kernel")
-        return make(xp)(g, x, w, mean, rstd, normalized_ndim=normalized_ndim,
+        backward = _generic_kernel("compiler.layer_norm_backward_add", "nn.layer_norm_backward",
+                                   xp)
+        return backward(g, x, w, mean, rstd, normalized_ndim=normalized_ndim,
                         param_grads=param_grads, add=add)
 
     return layer_norm_backward_add

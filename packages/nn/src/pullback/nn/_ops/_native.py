@@ -237,18 +237,22 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
     rows, cols = _rows_cols(x, normalized_ndim)
     gx = np.empty_like(x)
     blocks = -(-rows // _LAYER_NORM_BLOCK_ROWS)
-    sums = np.empty((2, blocks, cols)) if param_grads else None
+    # the blocks' parameter sums: w's (blocks x cols doubles), then b's
+    block_sums = np.empty(2 * blocks * cols) if param_grads else None
+    sums = None if block_sums is None else native.address(block_sums)
+    sums_b = None if sums is None else sums + blocks * cols * 8
     native.run_rows(kernel, blocks, _LAYER_NORM_BLOCK_ROWS * cols, native.address(g),
                     native.address(x), native.pointer(w), native.address(mean),
-                    native.address(rstd), native.address(gx), native.pointer(add),
-                    None if sums is None else native.address(sums[0]),
-                    None if sums is None else native.address(sums[1]), rows, cols,
-                    _LAYER_NORM_BLOCK_ROWS)
+                    native.address(rstd), native.address(gx), native.pointer(add), sums, sums_b,
+                    rows, cols, _LAYER_NORM_BLOCK_ROWS)
     if sums is None:
         return gx, None, None
     normalized = x.shape[x.ndim - normalized_ndim:]
-    gw, gb = sums.sum(axis=1).astype(np.float32).reshape((2,) + normalized)
-    return gx, gw, gb
+    grads = np.empty((2,) + normalized, dtype=np.float32)
+    address = native.address(grads)
+    _function("layer_norm_param_grads_f32", 4, 2)(0, cols, sums, sums_b, address,
+                                                  address + cols * 4, blocks, cols)
+    return gx, grads[0], grads[1]
 
 
 Pair = tuple[int, int]

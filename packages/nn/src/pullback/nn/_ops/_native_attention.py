@@ -19,6 +19,7 @@ composition does: either backward can follow either forward.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -42,11 +43,13 @@ def _grid(batch: tuple[int, ...]) -> tuple[int, int]:
 def _strides(a: Any, batch: tuple[int, ...]) -> tuple[int, ...] | None:
     """Element strides of ``a`` broadcast to ``batch + a.shape[-2:]``, as (batch, head, row,
     feature); ``None`` when a byte stride is not a whole number of elements."""
-    a = np.broadcast_to(a, batch + a.shape[-2:])
+    strides = a.strides
+    if a.shape[:-2] != batch:
+        strides = np.broadcast_to(a, batch + a.shape[-2:]).strides
     size = a.itemsize
-    if any(s % size for s in a.strides):
+    if any(s % size for s in strides):
         return None
-    return (0,) * (2 - len(batch)) + tuple(s // size for s in a.strides)
+    return (0,) * (2 - len(batch)) + tuple(s // size for s in strides)
 
 
 def _operands(*arrays: Any) -> tuple[tuple[int, ...], str, list[tuple[int, ...]]] | None:
@@ -58,10 +61,12 @@ def _operands(*arrays: Any) -> tuple[tuple[int, ...], str, list[tuple[int, ...]]
     suffix = _FLOATS.get(arrays[0].dtype)
     if suffix is None or any(a.dtype != arrays[0].dtype for a in arrays):
         return None
-    try:
-        batch = tuple(np.broadcast_shapes(*(a.shape[:-2] for a in arrays)))
-    except ValueError:
-        return None
+    batch = arrays[0].shape[:-2]
+    if any(a.shape[:-2] != batch for a in arrays):
+        try:
+            batch = tuple(np.broadcast_shapes(*(a.shape[:-2] for a in arrays)))
+        except ValueError:
+            return None
     if len(batch) > 2:
         return None
     strides = [_strides(a, batch) for a in arrays]
@@ -86,9 +91,13 @@ def _out_strides(a: Any) -> tuple[int, int, int]:
     return strides[0], strides[1], strides[2]
 
 
+@functools.lru_cache(maxsize=64)
 def _scale(scale: float, dtype: Any) -> Any:
-    # by pointer: the kernel convention passes floats as C floats, too narrow for float64
-    return np.array([scale], dtype=dtype)
+    # by pointer: the kernel convention passes floats as C floats, too narrow for float64;
+    # one read-only array per scale and dtype, kept (the kernels only read it)
+    box = np.array([scale], dtype=dtype)
+    box.flags.writeable = False
+    return box
 
 
 def attention(q: Any, k: Any, v: Any, bias: Any = None, keep: Any = None, *, scale: float,

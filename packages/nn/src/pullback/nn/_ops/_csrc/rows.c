@@ -355,6 +355,22 @@ void layer_norm_backward_f32(int64_t lo, int64_t hi, const float *restrict g,
     free(sw);
 }
 
+/* Layer norm's parameter gradients from layer_norm_backward_f32's block sums, for columns
+ * lo..hi: gw[j] and gb[j] are column j of pw and pb (blocks x cols) summed over the blocks in
+ * order, in double, then rounded to float once. */
+void layer_norm_param_grads_f32(int64_t lo, int64_t hi, const double *restrict pw,
+                                const double *restrict pb, float *restrict gw,
+                                float *restrict gb, int64_t blocks, int64_t cols) {
+    for (int64_t j = lo; j < hi; j++) {
+        double sw = pw[j], sb = pb[j];
+        for (int64_t k = 1; k < blocks; k++) {
+            sw += pw[k * cols + j];
+            sb += pb[k * cols + j];
+        }
+        gw[j] = (float)sw;
+        gb[j] = (float)sb;
+    }
+}
 
 /* ---- log-softmax and cross-entropy, float32 and float64 --------------------------------- */
 
