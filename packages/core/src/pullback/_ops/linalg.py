@@ -6,6 +6,8 @@ import math
 import string
 from typing import Any
 
+import numpy as np
+
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..promotion import SAME
@@ -76,8 +78,14 @@ def _fit(F: Any, grad: Any, promoted: Any, original: Any) -> Any:
     return grad
 
 
-SWAPAXES = declare(Op("swapaxes", lambda xp: lambda x, a, b: xp.swapaxes(x, a, b), view=True,
-                      save_inputs=False, doc="swap two axes"))
+def _swapaxes_kernel(xp: Any) -> Any:
+    if xp is np:  # the array's method: np.swapaxes adds two Python calls (see shape.py's reshape)
+        return lambda x, a, b: x.swapaxes(a, b)
+    return lambda x, a, b: xp.swapaxes(x, a, b)
+
+
+SWAPAXES = declare(Op("swapaxes", _swapaxes_kernel, view=True, save_inputs=False,
+                      doc="swap two axes"))
 SWAPAXES.def_grad(lambda F, g, out, x, a, b: (F.swapaxes(g, a=a, b=b),))
 
 

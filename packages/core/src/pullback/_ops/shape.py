@@ -19,11 +19,27 @@ from ..registry import Op
 from ._axes import normalize_axes, pick_axis
 from ._declare import declare
 
-RESHAPE = declare(Op("reshape", lambda xp: lambda x, shape: xp.reshape(x, shape), view=True,
-                     may_copy=True, save_inputs=False,
+
+
+# On NumPy the array's own methods: np.reshape and np.transpose add two Python calls each
+# (dispatch, then _wrapfunc), which a compiled GPT step makes about 80 times, after kernels
+# that have pushed the interpreter out of the caches.
+def _reshape_kernel(xp: Any) -> Any:
+    if xp is np:
+        return lambda x, shape: x.reshape(shape)
+    return lambda x, shape: xp.reshape(x, shape)
+
+
+def _permute_kernel(xp: Any) -> Any:
+    if xp is np:
+        return lambda x, axes: x.transpose(axes)
+    return lambda x, axes: xp.transpose(x, axes)
+
+
+RESHAPE = declare(Op("reshape", _reshape_kernel, view=True, may_copy=True, save_inputs=False,
                      doc="same elements, new shape (a view when the layout allows, else a copy)"))
-PERMUTE = declare(Op("permute", lambda xp: lambda x, axes: xp.transpose(x, axes), view=True,
-                     save_inputs=False, doc="reorder axes"))
+PERMUTE = declare(Op("permute", _permute_kernel, view=True, save_inputs=False,
+                     doc="reorder axes"))
 BROADCAST_TO = declare(Op("broadcast_to", lambda xp: lambda x, shape: xp.broadcast_to(x, shape),
                           view=True, save_inputs=False, doc="broadcast to a shape"))
 FLIP = declare(Op("flip", lambda xp: lambda x, axis: xp.flip(x, axis), view=True,
