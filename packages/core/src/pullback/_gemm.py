@@ -50,6 +50,9 @@ PROVIDERS = ("auto", "mkl", "numpy")
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL
 _CBLAS_INT_MAX = 2**31 - 1
+# Where gemm_rows.c's row kernels take a, b and c (after the gemm's address): the callers pass
+# the arrays themselves there (pullback.native.run_rows_of_arrays).
+OPERANDS = (1, 2, 3)
 # Below this many multiply-adds a single product is NumPy's (2 threads, wall clock, float32,
 # x @ w.T: 32x64x64 5.6 us against MKL's 6.8, 20x2x50 1.1 against 4.1, 128x64x64 8.9 against
 # 10.6; from here on MKL wins or ties: 32x128x128 12.0 against 10.3, 64x128x128 19.0 against
@@ -190,16 +193,16 @@ class SingleProduct(NamedTuple):
     shape: tuple[int, ...]  # the product's shape (``out`` reshaped)
 
     def arguments(self) -> tuple[Any, ...]:
-        """The product's arguments in gemm_rows.c's order, after the row range."""
-        return (self.gemm, native.address(self.x), native.address(self.y),
-                native.address(self.out), *self.sizes)
+        """The product's arguments in gemm_rows.c's order, after the row range: its operands
+        as the arrays (at :data:`OPERANDS`, for :func:`pullback.native.run_rows_of_arrays`)."""
+        return (self.gemm, self.x, self.y, self.out, *self.sizes)
 
     def run(self) -> np.ndarray:
         """Compute the product, its rows split over the threads; ``out`` in the product's
         shape (a view only where the shape differs: a view of a fresh array would be copied
         where it becomes a ``.grad``)."""
         rows, (n, k) = self.out.shape[0], self.sizes[2:4]
-        native.run_rows(self.kernel, rows, n * k, *self.arguments())
+        native.run_rows_of_arrays(self.kernel, OPERANDS, rows, n * k, *self.arguments())
         out = self.out
         return out if out.shape == self.shape else out.reshape(self.shape)
 
@@ -320,9 +323,8 @@ def matmul(x: Any, y: Any) -> np.ndarray | None:
             return None
         gemm, kernel, out_shape, sizes, shape = known
         out = np.empty(out_shape, x.dtype)
-        address = native.address
-        native.run_rows(kernel, out_shape[0], sizes[2] * sizes[3], gemm, address(x),
-                        address(y), address(out), *sizes)
+        native.run_rows_of_arrays(kernel, OPERANDS, out_shape[0], sizes[2] * sizes[3], gemm, x,
+                                  y, out, *sizes)
         return out if out_shape == shape else out.reshape(shape)
     planned = _plan(lib, x, y, layout)
     if planned is None:

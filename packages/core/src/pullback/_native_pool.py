@@ -44,14 +44,17 @@ def _parallel_for() -> int | None:
     return ctypes.cast(library.pb_parallel_for, ctypes.c_void_p).value
 
 
-def trampoline_source(signature: str) -> str:
+def trampoline_source(signature: str, data_field: int | None = None) -> str:
     """The C of the trampoline for kernels ``kernel(lo, hi, args...)`` whose arguments after the
-    row range have the types of ``signature`` (one letter each: i, p, f, d)."""
-    types = [_C_TYPES[c] for c in signature]
+    row range have the types of ``signature`` (one letter each: i, p, f, d; and ``a``, a pointer
+    that ``run`` receives as the NumPy array object itself and reads at ``data_field`` bytes
+    into it, where NumPy keeps the data address)."""
+    types = [_C_TYPES["p" if c == "a" else c] for c in signature]
     fields = "".join(f"    {t} a{j};\n" for j, t in enumerate(types))
     params = "".join(f", {t} a{j}" for j, t in enumerate(types))
     kernel_params = "".join(f", {t}" for t in types)
-    values = "".join(f", a{j}" for j in range(len(types)))
+    values = "".join(f", *(void **)((char *)a{j} + {data_field})" if c == "a" else f", a{j}"
+                     for j, c in enumerate(signature))
     unpacked = "".join(f", job->a{j}" for j in range(len(types)))
     return f"""#include <stdint.h>
 typedef void (*task_t)(void *, int64_t, int64_t);
@@ -78,13 +81,17 @@ def _trampoline(signature: str) -> Any:
     with _lock:
         if signature in _trampolines:
             return _trampolines[signature]
-    library = native.load_generated(f"pool_{signature}", trampoline_source(signature), "pool")
+    data_field = native.data_field() if "a" in signature else None
+    library = None
+    if data_field is not None or "a" not in signature:
+        library = native.load_generated(f"pool_{signature}",
+                                        trampoline_source(signature, data_field), "pool")
     run = None
     if library is not None:
         run = library.run
         run.restype = None
         run.argtypes = ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-                        + [_type_of(c) for c in signature])
+                        + [ctypes.py_object if c == "a" else _type_of(c) for c in signature])
     with _lock:
         _trampolines[signature] = run
     return run
@@ -94,22 +101,34 @@ def _type_of(code: str) -> Any:
     return next(t for t, c in _CODES.items() if c == code)
 
 
-def runner(kernel: Any) -> Callable[..., None] | None:
+def runner(kernel: Any, arrays: tuple[int, ...] = ()) -> Callable[..., None] | None:
     """``run(rows, threads, *args)``: ``kernel`` over rows ``0..rows`` in ``threads`` shares on
-    the C pool; ``None`` when ``kernel`` is not a ctypes function of the native convention or
-    the pool cannot be built. Kept on the kernel, so the look-up is paid once."""
-    found = getattr(kernel, _RUNNER, False)
+    the C pool (one share: in this thread); ``None`` when ``kernel`` is not a ctypes function of
+    the native convention or the pool cannot be built. Kept on the kernel, so the look-up is
+    paid once.
+
+    ``arrays``: positions in ``args`` of pointer arguments given as NumPy arrays (``np.ndarray``
+    itself, never a subclass or ``None``), whose data addresses C reads: in a
+    compiled step, after kernels that pushed Python out of the caches, the first
+    ``native.address`` of a call cost about 8 us, most of a small kernel's hand-off."""
+    runners = getattr(kernel, _RUNNER, None)
+    if runners is None:
+        runners = {}
+        setattr(kernel, _RUNNER, runners)
+    found = runners.get(arrays, False)
     if found is not False:
         return found
     result = None
     argtypes = getattr(kernel, "argtypes", None)
     if isinstance(kernel, ctypes._CFuncPtr) and argtypes and len(argtypes) >= 2:
         codes = [_CODES.get(t) for t in argtypes]
+        for position in arrays:
+            codes[2 + position] = "a" if codes[2 + position] == "p" else None
         if codes[:2] == ["i", "i"] and None not in codes:
             parallel_for = _parallel_for()
             run = _trampoline("".join(codes[2:])) if parallel_for is not None else None
             if run is not None:
                 address = ctypes.cast(kernel, ctypes.c_void_p).value
                 result = functools.partial(run, parallel_for, address)
-    setattr(kernel, _RUNNER, result)
+    runners[arrays] = result
     return result

@@ -348,6 +348,12 @@ def address(a: np.ndarray) -> int:
     return _read_address(id(a) + _DATA_FIELD).value or 0
 
 
+def data_field() -> int | None:
+    """The byte offset of the data address in a NumPy array object (see :func:`address`), or
+    ``None`` where it was not found."""
+    return _DATA_FIELD
+
+
 def pointer(a: np.ndarray | None) -> int | None:
     """The data address of a C-contiguous array (``None`` stays ``None``: a NULL argument)."""
     return None if a is None else address(a)
@@ -375,6 +381,24 @@ def run_rows(function: Callable[..., None], rows: int, row_size: int, *args: Any
         function(0, rows, *args)
         return
     run_split(lambda lo, hi: function(lo, hi, *args), rows)
+
+
+def run_rows_of_arrays(function: Callable[..., None], arrays: tuple[int, ...], rows: int,
+                       row_size: int, *args: Any) -> None:
+    """:func:`run_rows` of a C kernel whose pointer arguments at positions ``arrays`` (in
+    ``args``) are given as the NumPy arrays they point into (``np.ndarray`` itself, never a
+    subclass or ``None``: C reads the address of their first element, as :func:`address` does,
+    see :func:`pullback._native_pool.runner`); through :func:`address` where the pool cannot
+    run it."""
+    run = _native_pool.runner(function, arrays)
+    if run is None:
+        args = tuple(address(a) if i in arrays else a for i, a in enumerate(args))
+        run_rows(function, rows, row_size, *args)
+        return
+    threads = get_num_threads()
+    if rows < 2 or rows * row_size < MIN_POOL_ELEMENTS:
+        threads = 1
+    run(rows, threads, *args)
 
 
 def float32_inputs(*arrays: Any) -> tuple[Any, ...] | None:

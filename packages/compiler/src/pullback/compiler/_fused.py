@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pullback import native
+from pullback._gemm import OPERANDS
 from pullback.registry import get_op
 
 from ._c_rules import c_literal
@@ -83,6 +84,8 @@ class FusedKernel:
     _output_specs: list[tuple[np.dtype, int | None]] = field(default_factory=list, repr=False)
     _direct: Callable[[tuple[Any, ...]], list[Any] | None] | None = field(default=None,
                                                                          repr=False)
+    _arrays_at: tuple[int, ...] = field(default=(), repr=False)
+    _after_arrays_at: tuple[int, ...] = field(default=(), repr=False)
 
     # -- description ---------------------------------------------------------------------------
     def summary(self) -> str:
@@ -251,6 +254,11 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
             return None
         array_types = ([ctypes.c_double if k == "number" else ctypes.c_void_p
                         for k in self.input_kinds] + [ctypes.c_void_p] * len(self.outputs))
+        # where the loop's arrays sit among the arguments after the row range (after cols;
+        # after the product's 13 arguments), passed as the arrays themselves
+        arrays = [j for j, t in enumerate(array_types) if t is ctypes.c_void_p]
+        self._arrays_at = tuple(1 + j for j in arrays)
+        self._after_arrays_at = OPERANDS + tuple(13 + j for j in arrays)
         fn = getattr(library, name)
         fn.argtypes = [ctypes.c_int64] * 3 + array_types
         fn.restype = None
@@ -305,14 +313,12 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
 
     def _run_native(self, fn: Any, args: tuple[Any, ...]) -> list[Any] | None:
         """The compiled loop over ``args``; None when one of them is not a NumPy array."""
-        pointers, copies = self._pointers(args)
-        if pointers is None:
+        inputs = self._inputs(args)
+        if inputs is None:
             return None
         outs = [self._output(j, args) for j in range(len(self.outputs))]
-        pointers += [native.address(o) for o in outs]
         rows, cols = self._extent
-        native.run_rows(fn, rows, cols, cols, *pointers)
-        del copies  # alive until the loop has run
+        native.run_rows_of_arrays(fn, self._arrays_at, rows, cols, cols, *inputs, *outs)
         return outs
 
     def run_after_product(self, product: Any, at: int, rest: tuple[Any, ...]) -> Any:
@@ -331,33 +337,28 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
         else:
             return NotImplemented
         args = (*rest[:at], out.reshape(self.shape), *rest[at:])
-        pointers, copies = self._pointers(args)
-        if pointers is None:
+        inputs = self._inputs(args)
+        if inputs is None:
             return NotImplemented
         outs = [self._output(j, args) for j in range(len(self.outputs))]
-        pointers += [native.address(o) for o in outs]
-        native.run_rows(self._after, rows, n * product.sizes[3], *product.arguments(), scale,
-                        cols, *pointers)
-        del copies
+        native.run_rows_of_arrays(self._after, self._after_arrays_at, rows,
+                                  n * product.sizes[3], *product.arguments(), scale, cols,
+                                  *inputs, *outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _pointers(self, args: tuple[Any, ...]) -> tuple[list[Any] | None, list[Any]]:
-        """The loop's input arguments (addresses, runtime numbers) and the contiguous copies
-        of strided inputs they point into, to keep alive until the loop has run; None for the
-        arguments when an array is not a NumPy array."""
-        pointers: list[Any] = []
-        copies = []
+    def _inputs(self, args: tuple[Any, ...]) -> list[Any] | None:
+        """The loop's input arguments: runtime numbers as floats, arrays as C-contiguous NumPy
+        arrays (strided ones copied; the C call reads their data addresses); None when an
+        array is not a NumPy array."""
+        inputs: list[Any] = []
         for a, kind in zip(args, self.input_kinds):
             if kind == "number":
-                pointers.append(float(a))
+                inputs.append(float(a))
             else:
                 if a.__class__ is not np.ndarray:
-                    return None, copies
-                if not a.flags.c_contiguous:
-                    a = np.ascontiguousarray(a)
-                    copies.append(a)
-                pointers.append(native.address(a))
-        return pointers, copies
+                    return None
+                inputs.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        return inputs
 
     def extent(self) -> tuple[int, int]:
         """The ``(rows, cols)`` the loop runs over (one flat loop: ``(elements, 1)``)."""

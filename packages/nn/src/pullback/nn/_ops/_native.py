@@ -210,9 +210,15 @@ def layer_norm(x: Any, w: Any, b: Any, *, normalized_ndim: int, eps: float) -> A
     y = np.empty_like(x)
     mean = np.empty(kept, dtype=np.float32)
     rstd = np.empty(kept, dtype=np.float32)
-    native.run_rows(kernel, rows, cols, native.address(x), native.pointer(w), native.pointer(b),
-                    native.address(y), native.address(mean), native.address(rstd), cols, eps)
+    native.run_rows_of_arrays(kernel, _arrays_at((0, 3, 4, 5), (1, w), (2, b)), rows, cols, x, w,
+                              b, y, mean, rstd, cols, eps)
     return y, (mean, rstd)
+
+
+def _arrays_at(given: tuple[int, ...], *optional: tuple[int, Any]) -> tuple[int, ...]:
+    """The positions of a kernel's array arguments (for :func:`native.run_rows_of_arrays`):
+    ``given``, plus each optional one's position where it is not ``None`` (a NULL pointer)."""
+    return given + tuple(i for i, a in optional if a is not None)
 
 
 # Rows per block of layer norm's parameter sums (rows.c: each block sums in float, the blocks
@@ -237,22 +243,21 @@ def layer_norm_backward(g: Any, x: Any, w: Any, mean: Any, rstd: Any, *, normali
     rows, cols = _rows_cols(x, normalized_ndim)
     gx = np.empty_like(x)
     blocks = -(-rows // _LAYER_NORM_BLOCK_ROWS)
-    # the blocks' parameter sums: w's (blocks x cols doubles), then b's
-    block_sums = np.empty(2 * blocks * cols) if param_grads else None
-    sums = None if block_sums is None else native.address(block_sums)
-    sums_b = None if sums is None else sums + blocks * cols * 8
-    native.run_rows(kernel, blocks, _LAYER_NORM_BLOCK_ROWS * cols, native.address(g),
-                    native.address(x), native.pointer(w), native.address(mean),
-                    native.address(rstd), native.address(gx), native.pointer(add), sums, sums_b,
-                    rows, cols, _LAYER_NORM_BLOCK_ROWS)
-    if sums is None:
+    # the blocks' parameter sums (blocks x cols doubles), w's and b's
+    sums_w = np.empty((blocks, cols)) if param_grads else None
+    sums_b = np.empty((blocks, cols)) if param_grads else None
+    native.run_rows_of_arrays(kernel, _arrays_at((0, 1, 3, 4, 5), (2, w), (6, add), (7, sums_w),
+                                                 (8, sums_b)),
+                              blocks, _LAYER_NORM_BLOCK_ROWS * cols, g, x, w, mean, rstd, gx, add,
+                              sums_w, sums_b, rows, cols, _LAYER_NORM_BLOCK_ROWS)
+    if sums_w is None:
         return gx, None, None
     normalized = x.shape[x.ndim - normalized_ndim:]
-    grads = np.empty((2,) + normalized, dtype=np.float32)
-    address = native.address(grads)
-    _function("layer_norm_param_grads_f32", 4, 2)(0, cols, sums, sums_b, address,
-                                                  address + cols * 4, blocks, cols)
-    return gx, grads[0], grads[1]
+    gw = np.empty(normalized, dtype=np.float32)
+    gb = np.empty(normalized, dtype=np.float32)
+    native.run_rows_of_arrays(_function("layer_norm_param_grads_f32", 4, 2), (0, 1, 2, 3), cols,
+                              blocks, sums_w, sums_b, gw, gb, blocks, cols)
+    return gx, gw, gb
 
 
 Pair = tuple[int, int]

@@ -31,6 +31,12 @@ from . import _native
 _FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
+# The kernels' pointer arguments, passed as the NumPy arrays (native.run_rows_of_arrays):
+# q, k, v, out, weights, scale; and g, q, k, v, weights, gq, gk, gv, scale.
+_FORWARD_ARRAYS = tuple(range(6))
+_BACKWARD_ARRAYS = tuple(range(9))
+
+
 def _kernel(name: str, n_pointers: int, n_sizes: int) -> Any:
     return _native._function(name, n_pointers, n_sizes, source="attention")
 
@@ -116,10 +122,10 @@ def attention(q: Any, k: Any, v: Any, bias: Any = None, keep: Any = None, *, sca
     weights = np.empty(batch + (length, keys), dtype=q.dtype)
     scale_box = _scale(scale, q.dtype)
     b, h = _grid(batch)
-    native.run_rows(kernel, b * h, length * keys * (features + value_features), native.address(q),
-                    native.address(k), native.address(v), native.address(out),
-                    native.address(weights), native.address(scale_box), h, length, keys, features,
-                    value_features, *qs, *ks, *vs, *_out_strides(out), int(causal))
+    native.run_rows_of_arrays(kernel, _FORWARD_ARRAYS, b * h,
+                              length * keys * (features + value_features), q, k, v, out, weights,
+                              scale_box, h, length, keys, features, value_features, *qs, *ks,
+                              *vs, *_out_strides(out), int(causal))
     return out, (weights,)
 
 
@@ -151,12 +157,11 @@ def attention_backward(g: Any, q: Any, k: Any, v: Any, weights: Any, *, scale: f
         _heads_out(batch, shape[-2], shape[-1], q.dtype) for shape in shapes)
     scale_box = _scale(scale, q.dtype)
     b, h = _grid(batch)
-    native.run_rows(kernel, b * h, length * keys * (features + value_features), native.address(g),
-                    native.address(q), native.address(k), native.address(v),
-                    native.address(weights), native.address(gq), native.address(gk),
-                    native.address(gv), native.address(scale_box), h, length, keys, features,
-                    value_features, *gs, *qs, *ks, *vs, *_out_strides(gq), *_out_strides(gk),
-                    *_out_strides(gv), int(causal), int(out is not None))
+    native.run_rows_of_arrays(kernel, _BACKWARD_ARRAYS, b * h,
+                              length * keys * (features + value_features), g, q, k, v, weights,
+                              gq, gk, gv, scale_box, h, length, keys, features, value_features,
+                              *gs, *qs, *ks, *vs, *_out_strides(gq), *_out_strides(gk),
+                              *_out_strides(gv), int(causal), int(out is not None))
     return gq, gk, gv
 
 
