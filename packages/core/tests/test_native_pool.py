@@ -168,3 +168,39 @@ def test_trampoline_sources_declare_each_argument_type(signature):
         c_type = {"i": "int64_t", "p": "void *", "f": "float", "d": "double"}[code]
         assert f"{c_type} a{j}" in source
     assert f"a{len(signature)}" not in source
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("rows, row_size", [(5, 8), (1000, native.MIN_POOL_ELEMENTS)])
+def test_arrays_given_as_objects_reach_the_kernel_as_their_data(kernels, threads, n_threads,
+                                                                rows, row_size):
+    """run_rows_of_arrays: C reads each array's data address, also a view's that starts inside
+    its buffer; the rows around the views are untouched."""
+    threads(n_threads)
+    count = np.zeros(rows + 10, dtype=np.int64)
+    out = np.full(rows + 10, -1.0)
+    native.run_rows_of_arrays(kernels, (0, 1), rows, row_size, count[3:3 + rows],
+                              out[7:7 + rows], 3, 0.5, 0.25)
+    np.testing.assert_array_equal(count, [0] * 3 + [1] * rows + [0] * 7)
+    np.testing.assert_array_equal(out[7:7 + rows], np.arange(rows) * 3 + 0.75)
+    assert (out[:7] == -1.0).all() and (out[7 + rows:] == -1.0).all()
+
+
+def test_arrays_go_through_their_addresses_where_the_pool_cannot_run(kernels, monkeypatch):
+    monkeypatch.setattr(_native_pool, "runner", lambda kernel, arrays=(): None)
+    count = np.zeros(6, dtype=np.int64)
+    out = np.zeros(6)
+    native.run_rows_of_arrays(kernels, (0, 1), 6, native.MIN_POOL_ELEMENTS, count, out, 2, 1.0,
+                              0.0)
+    assert count.tolist() == [1] * 6 and out.tolist() == [2.0 * r + 1.0 for r in range(6)]
+
+
+def test_only_pointer_arguments_can_be_given_as_arrays(kernels):
+    assert _native_pool.runner(kernels, (2,)) is None  # an int64 argument
+    assert _native_pool.runner(kernels, (0, 1)) is not None
+
+
+def test_trampolines_read_array_objects_at_the_data_field():
+    source = _native_pool.trampoline_source("api", 16)
+    assert "void * a0" in source and "*(void **)((char *)a0 + 16)" in source
+    assert "void * a1" in source and "a1 + 16" not in source
