@@ -156,3 +156,49 @@ def test_epilogues_whose_loop_rows_are_not_the_products_run_unfused() -> None:
     b = rng.standard_normal((4, 3, 8, 20)).astype(np.float32)
     fused, unfused = _epilogue_programs(lambda p, q: (p @ q) * 0.5, a, b)
     np.testing.assert_array_equal(fused.run([a, b])[0], unfused([a, b])[0])
+
+
+@needs_mkl
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_node_launches_its_planned_product_again_for_operands_of_the_same_layout(
+        monkeypatch, threads) -> None:
+    """The second call of an epilogue node with operands laid out as before runs the launch
+    planned at the first (no planning: run_after_product is not called), with the same bits;
+    a strided loop input, or operands of another layout, take the planning path again."""
+    from pullback.compiler._fused import FusedKernel
+
+    ran = []
+    real = FusedKernel.run_after_product
+
+    def spy(self, *args):
+        ran.append(True)
+        return real(self, *args)
+
+    monkeypatch.setattr(FusedKernel, "run_after_product", spy)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((301, 300)).astype(np.float32)
+    w = rng.standard_normal((300, 512)).astype(np.float32)
+    h = rng.standard_normal((301, 512)).astype(np.float32)
+    before = pb.get_num_threads()
+    pb.set_num_threads(threads)
+    try:
+        fused, unfused = _epilogue_programs(lambda a, b, c: (a @ b) * c + c, x, w, h)
+        want = unfused([x, w, h])[0]
+        for i in range(3):  # planned at the first call, launched at the next two
+            ran.clear()
+            np.testing.assert_array_equal(fused.run([x, w, h])[0], want)
+            assert ran == ([True] if i == 0 else [])
+        h_strided = np.asfortranarray(h)  # the loop's input: the launch declines, planning copies
+        ran.clear()
+        np.testing.assert_array_equal(fused.run([x, w, h_strided])[0], want)
+        assert ran == [True]
+        x_wide = np.zeros((301, 600), np.float32)
+        x_wide[:, ::2] = x  # operands of another layout: planned (and copied) again
+        x_strided = x_wide[:, ::2]
+        ran.clear()
+        np.testing.assert_array_equal(fused.run([x_strided, w, h])[0], want)
+        ran.clear()
+        np.testing.assert_array_equal(fused.run([x, w, h])[0], want)
+        assert ran == [True]  # back to the first layout: planned once more
+    finally:
+        pb.set_num_threads(before)

@@ -252,7 +252,9 @@ _DECLINED: tuple[Any, ...] = ()
 _MAX_PLANS = 1024
 
 
-def _layout(x: Any, y: Any) -> tuple[Any, ...] | None:
+def operand_layout(x: Any, y: Any) -> tuple[Any, ...] | None:
+    """What the plan of ``x @ y`` depends on: the operands' shapes, strides and dtypes
+    (``None`` unless both are NumPy arrays)."""
     if x.__class__ is not np.ndarray or y.__class__ is not np.ndarray:
         return None
     return x.shape, x.strides, x.dtype, y.shape, y.strides, y.dtype
@@ -262,7 +264,7 @@ def _plan(lib: Mkl, x: Any, y: Any, layout: Any = None) -> SingleProduct | tuple
     """``x @ y`` planned: a :class:`SingleProduct`, or :func:`_operands`'s tuple for a stack of
     products, or ``None`` when MKL does not take these operands."""
     if layout is None:
-        layout = _layout(x, y)
+        layout = operand_layout(x, y)
     known = _PLANS.get(layout) if layout is not None else None
     if known is _DECLINED:
         return None
@@ -316,7 +318,7 @@ def matmul(x: Any, y: Any) -> np.ndarray | None:
         return None
     if getattr(x, "ndim", 0) == 2 and x.shape[0] == 1 and getattr(y, "ndim", 0) == 2:
         return None  # one row: NumPy's (see _operands), before the layout look-up (batch 1)
-    layout = _layout(x, y)
+    layout = operand_layout(x, y)
     known = _PLANS.get(layout) if layout is not None else None
     if known is not None:  # the common case, kept short: a product of a layout seen before
         if known is _DECLINED:

@@ -346,6 +346,56 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
                                   *inputs, *outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def launch_after_product(self, product: Any, at: int, x: Any, y: Any
+                             ) -> Callable[[Any, Any, tuple[Any, ...]], Any] | None:
+        """:meth:`run_after_product` for later products of operands laid out as ``x`` and ``y``
+        are now (the caller checks that), with what such calls share worked out once: the
+        plan's sizes, the loop's extent, where its outputs go. The launch returns
+        ``NotImplemented`` for a strided or non-NumPy array among ``rest``. ``None`` where the
+        plan reads copies of ``x`` or ``y``, the loop's rows are not the product's, or an
+        output does not go into the product's buffer or a fresh array."""
+        if self._library_function() is None or self._after is None:
+            return None
+        out = product.out
+        rows, n = out.shape
+        loop_rows, cols = self._extent
+        if cols == n and loop_rows == rows:
+            scale = 1
+        elif cols == 1 and loop_rows == rows * n:
+            scale = n
+        else:
+            return None
+        specs = self._output_specs
+        if (native.address(product.x) != native.address(x)
+                or native.address(product.y) != native.address(y)
+                or self._out_shape != self.shape
+                or any(k is not None and (k != at or dtype != out.dtype) for dtype, k in specs)):
+            return None
+        out_shape, dtype, shape = out.shape, out.dtype, self.shape
+        gemm, sizes = product.gemm, product.sizes
+        row_size = n * sizes[3]
+        rest_kinds = self.input_kinds[:at] + self.input_kinds[at + 1:]
+        after, arrays_at = self._after, self._after_arrays_at
+
+        def launch(x: Any, y: Any, rest: tuple[Any, ...]) -> Any:
+            inputs: list[Any] = []
+            for a, kind in zip(rest, rest_kinds):
+                if kind == "number":
+                    inputs.append(float(a))
+                elif a.__class__ is not np.ndarray or not a.flags.c_contiguous:
+                    return NotImplemented
+                else:
+                    inputs.append(a)
+            c = np.empty(out_shape, dtype)
+            view = c.reshape(shape)  # the loop's input `at`, and the outputs written over it
+            inputs.insert(at, view)
+            outs = [view if k == at else np.empty(shape, d) for d, k in specs]
+            native.run_rows_of_arrays(after, arrays_at, rows, row_size, gemm, x, y, c, *sizes,
+                                      scale, cols, *inputs, *outs)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        return launch
+
     def _inputs(self, args: tuple[Any, ...]) -> list[Any] | None:
         """The loop's input arguments: runtime numbers as floats, arrays as C-contiguous NumPy
         arrays (strided ones copied; the C call reads their data addresses); None when an

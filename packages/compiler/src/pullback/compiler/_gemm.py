@@ -66,10 +66,21 @@ def _epilogue(node: Any, device: str) -> Callable[..., Any]:
     unfused = lower_epilogue(node, device)
     kernel, at = node.attrs["kernel"], node.attrs["at"]
     n_args = node.attrs["n_product_args"]
+    linear = product_op == "nn.linear"
+    # The operands' layout when this node last planned its product, and the launch planned
+    # for it: a program's node sees one layout every step, and its Python (planning the
+    # product, checking the loop's arrays) ran after kernels that had pushed it out of the
+    # caches, about 20 us a call.
+    planned: list[Any] = [None, None]
 
     def run(*args: Any) -> Any:
         x, y = args[0], args[1]
-        if product_op == "nn.linear":
+        layout = _gemm.operand_layout(x, y)
+        if layout is not None and layout == planned[0] and not (linear and args[2] is not None):
+            result = planned[1](x, y, args[n_args:])
+            if result is not NotImplemented:
+                return result
+        if linear:
             if args[2] is not None or y.__class__ is not np.ndarray:
                 return unfused(*args)  # the bias was left out of the loop
             y = y.T
@@ -79,6 +90,8 @@ def _epilogue(node: Any, device: str) -> Callable[..., Any]:
         result = kernel.run_after_product(single, at, args[n_args:])
         if result is NotImplemented:
             return unfused(*args)
+        launch = None if layout is None else kernel.launch_after_product(single, at, x, y)
+        planned[:] = [layout, launch] if launch is not None else [None, None]
         return result
 
     return run
