@@ -82,16 +82,21 @@ def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> dict[str
     from pullback.compiler import lower
 
     spent: dict[str, float] = {}
+    python: dict[str, float] = {}  # of spent, outside the node's C kernel calls
     calls: dict[str, int] = {}
     products: dict[int, tuple] = {}  # plain products: (kernel, args, kwargs) of one step
+    c_calls = CCallTimer(clock)
 
     def timed(node, kernel):
         name = node.op
 
         def run(*args, **kwargs):
+            in_c = c_calls.seconds
             start = clock()
             result = kernel(*args, **kwargs)
-            spent[name] = spent.get(name, 0.0) + clock() - start
+            took = clock() - start
+            spent[name] = spent.get(name, 0.0) + took
+            python[name] = python.get(name, 0.0) + took - (c_calls.seconds - in_c)
             calls[name] = calls.get(name, 0) + 1
             if name in ("matmul", "nn.linear"):
                 products[id(node)] = (kernel, args, kwargs)
@@ -100,19 +105,23 @@ def profile_compiled(entry, flat, clock, gemm: str, steps: int = 10) -> dict[str
         return run
 
     program = lower(entry.graph, wrap=timed, gemm=gemm)
-    for _ in range(3):
-        program.run(entry.read_inputs(flat))
-    spent.clear()
-    calls.clear()
-    start = clock()
-    for _ in range(steps):
-        program.run(entry.read_inputs(flat))
-    total = (clock() - start) / steps
+    with c_calls:
+        for _ in range(3):
+            program.run(entry.read_inputs(flat))
+        spent.clear()
+        python.clear()
+        calls.clear()
+        start = clock()
+        for _ in range(steps):
+            program.run(entry.read_inputs(flat))
+        total = (clock() - start) / steps
     kinds: dict[str, float] = {}
     for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
         kinds[node_kind(name)] = kinds.get(node_kind(name), 0.0) + seconds / steps
-        emit(benchmark="compiler_gpt_step_profile_op", op=name, calls=calls[name] // steps,
-             ms=round(seconds / steps * 1e3, 2), share=round(seconds / steps / total, 3))
+        n = calls[name] // steps
+        emit(benchmark="compiler_gpt_step_profile_op", op=name, calls=n,
+             ms=round(seconds / steps * 1e3, 2), share=round(seconds / steps / total, 3),
+             python_us_per_call=round(python[name] / steps / n * 1e6, 1))
     kinds["python around the kernels (inputs, outputs, calls)"] = total - sum(kinds.values())
     for kind, seconds in kinds.items():
         emit(benchmark="compiler_gpt_step_profile", kind=kind, ms=round(seconds * 1e3, 2),
@@ -144,6 +153,49 @@ def products_alone(products, clock, steps: int, evict: bool = False) -> float:
             kernel(*args, **kwargs)
             total += (clock() - start) / steps
     return total
+
+
+class CCallTimer:
+    """Within ``with``: every C kernel call through ``pullback.native.run_rows`` (or
+    ``run_rows_of_arrays``, where the revision has it) timed, the seconds added to ``.seconds``;
+    what a step spends outside them is Python (and NumPy's own calls: allocations, views, small
+    reductions)."""
+
+    NAMES = ("run_rows", "run_rows_of_arrays")
+
+    def __init__(self, clock) -> None:
+        from pullback import native
+
+        self.native, self.clock, self.seconds = native, clock, 0.0
+        self.real = {n: getattr(native, n) for n in self.NAMES if hasattr(native, n)}
+
+    def _timed(self, function):
+        def run(*args, **kwargs):
+            start = self.clock()
+            function(*args, **kwargs)
+            self.seconds += self.clock() - start
+        return run
+
+    def __enter__(self) -> "CCallTimer":
+        for name, function in self.real.items():
+            setattr(self.native, name, self._timed(function))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, function in self.real.items():
+            setattr(self.native, name, function)
+
+
+def python_outside_c_calls(step, clock, steps: int = 10) -> tuple[float, float]:
+    """``(step seconds, seconds in C kernel calls)`` of ``step`` (see :class:`CCallTimer`)."""
+    with CCallTimer(clock) as timer:
+        step()
+        timer.seconds = 0.0
+        start = clock()
+        for _ in range(steps):
+            step()
+        total = clock() - start
+    return total / steps, timer.seconds / steps
 
 
 def torch_kind(name: str) -> str:
@@ -281,6 +333,9 @@ def main() -> None:
          pullback_gemm=compiled.gemm, torch_gemm="mkl" if torch.backends.mkl.is_available() else
          "other", threads=OPTIONS.threads, clock=OPTIONS.clock)
     if args.profile:
+        step_s, c_s = python_outside_c_calls(lambda: compiled(x, y), _clock())
+        emit(benchmark="compiler_gpt_step_python", step_ms=round(step_s * 1e3, 2),
+             in_c_calls_ms=round(c_s * 1e3, 2), python_around_ms=round((step_s - c_s) * 1e3, 2))
         ours = profile_compiled(entry, [x, y], _clock(), compiled.gemm)
         theirs = profile_torch(torch, torch_step)
         emit_budget(times["torch_eager"] * 1e3, ours, theirs)

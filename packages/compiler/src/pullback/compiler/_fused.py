@@ -325,17 +325,11 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
         """The product (a planned :class:`pullback._gemm.SingleProduct`) and this
         loop over it (its input ``at``; ``rest`` the loop's other inputs), share by share on
         the threads; ``NotImplemented`` where the loop's rows are not the product's."""
-        if self._library_function() is None or self._after is None:
+        extent = self._after_product_extent(product)
+        if extent is None:
             return NotImplemented
+        rows, n, scale, cols = extent
         out = product.out
-        rows, n = out.shape
-        loop_rows, cols = self.extent()
-        if cols == n and loop_rows == rows:
-            scale = 1
-        elif cols == 1 and loop_rows == rows * n:
-            scale = n
-        else:
-            return NotImplemented
         args = (*rest[:at], out.reshape(self.shape), *rest[at:])
         inputs = self._inputs(args)
         if inputs is None:
@@ -346,6 +340,21 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
                                   *inputs, *outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def _after_product_extent(self, product: Any) -> tuple[int, int, int, int] | None:
+        """``(rows, n, scale, cols)`` of this loop after ``product`` (``rows x n``): ``scale``
+        loop rows per product row (1 when the loop runs over the product's rows, ``n`` for a
+        flat loop over its elements) and the loop's ``cols``; ``None`` when the loop's rows are
+        neither, or it has no after-product entry point."""
+        if self._library_function() is None or self._after is None:
+            return None
+        rows, n = product.out.shape
+        loop_rows, cols = self._extent
+        if cols == n and loop_rows == rows:
+            return rows, n, 1, cols
+        if cols == 1 and loop_rows == rows * n:
+            return rows, n, n, cols
+        return None
+
     def launch_after_product(self, product: Any, at: int, x: Any, y: Any
                              ) -> Callable[[Any, Any, tuple[Any, ...]], Any] | None:
         """:meth:`run_after_product` for later products of operands laid out as ``x`` and ``y``
@@ -354,17 +363,11 @@ void {name}_after_product(int64_t lo, int64_t hi, void *gemm, const {t} *a, cons
         ``NotImplemented`` for a strided or non-NumPy array among ``rest``. ``None`` where the
         plan reads copies of ``x`` or ``y``, the loop's rows are not the product's, or an
         output does not go into the product's buffer or a fresh array."""
-        if self._library_function() is None or self._after is None:
+        extent = self._after_product_extent(product)
+        if extent is None:
             return None
+        rows, n, scale, cols = extent
         out = product.out
-        rows, n = out.shape
-        loop_rows, cols = self._extent
-        if cols == n and loop_rows == rows:
-            scale = 1
-        elif cols == 1 and loop_rows == rows * n:
-            scale = n
-        else:
-            return None
         specs = self._output_specs
         if (native.address(product.x) != native.address(x)
                 or native.address(product.y) != native.address(y)
