@@ -67,17 +67,19 @@ def _epilogue(node: Any, device: str) -> Callable[..., Any]:
     kernel, at = node.attrs["kernel"], node.attrs["at"]
     n_args = node.attrs["n_product_args"]
     linear = product_op == "nn.linear"
-    # The operands' layout when this node last planned its product, and the launch planned
-    # for it: a program's node sees one layout every step, and its Python (planning the
-    # product, checking the loop's arrays) ran after kernels that had pushed it out of the
-    # caches, about 20 us a call.
-    planned: list[Any] = [None, None]
+    # (the operands' layout when this node last planned its product, the launch planned for
+    # it), one tuple read at once: a program's node sees one layout every step, and its Python
+    # (planning the product, checking the loop's arrays) ran after kernels that had pushed it
+    # out of the caches, about 20 us a call.
+    planned: list[Any] = [None]
 
     def run(*args: Any) -> Any:
         x, y = args[0], args[1]
         layout = _gemm.operand_layout(x, y)
-        if layout is not None and layout == planned[0] and not (linear and args[2] is not None):
-            result = planned[1](x, y, args[n_args:])
+        known = planned[0]
+        if (known is not None and layout == known[0]
+                and not (linear and args[2] is not None)):
+            result = known[1](x, y, args[n_args:])
             if result is not NotImplemented:
                 return result
         if linear:
@@ -91,7 +93,7 @@ def _epilogue(node: Any, device: str) -> Callable[..., Any]:
         if result is NotImplemented:
             return unfused(*args)
         launch = None if layout is None else kernel.launch_after_product(single, at, x, y)
-        planned[:] = [layout, launch] if launch is not None else [None, None]
+        planned[0] = None if launch is None else (layout, launch)
         return result
 
     return run
