@@ -375,10 +375,11 @@ def run_rows(function: Callable[..., None], rows: int, row_size: int, *args: Any
         return
     run = _native_pool.runner(function)
     if run is not None:
-        if rows * row_size < MIN_POOL_ELEMENTS:
+        shares = _pool_shares(rows, row_size)
+        if shares == 1:
             function(0, rows, *args)
         else:
-            run(rows, threads, *args)
+            run(rows, shares, *args)
         return
     if rows * row_size < MIN_PARALLEL_ELEMENTS:
         function(0, rows, *args)
@@ -398,10 +399,16 @@ def run_rows_of_arrays(function: Callable[..., None], arrays: tuple[int, ...], r
         args = tuple(address(a) if i in arrays else a for i, a in enumerate(args))
         run_rows(function, rows, row_size, *args)
         return
-    threads = get_num_threads()
+    run(rows, _pool_shares(rows, row_size), *args)
+
+
+def _pool_shares(rows: int, row_size: int) -> int:
+    """How many shares the C pool splits ``rows`` rows of ``row_size`` elements into: the
+    threads, or one (run in the calling thread) for one row or less than ``MIN_POOL_ELEMENTS``
+    of work, which does not pay for the hand-off."""
     if rows < 2 or rows * row_size < MIN_POOL_ELEMENTS:
-        threads = 1
-    run(rows, threads, *args)
+        return 1
+    return get_num_threads()
 
 
 def float32_inputs(*arrays: Any) -> tuple[Any, ...] | None:
