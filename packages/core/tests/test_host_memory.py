@@ -50,3 +50,65 @@ def test_pullback_malloc_tuning_0_leaves_malloc_alone():
     faults, state = _faults_and_state(PULLBACK_MALLOC_TUNING="0")
     assert state == "False"
     assert faults > 10 * 1024, faults  # every array faulted in again: what the tuning avoids
+
+
+# 96 arrays of 1 MiB written (NumPy itself advises huge pages for arrays of 4 MiB and more
+# only); prints how much of the process's memory is in transparent huge pages, in MiB.
+_HUGE_CODE = """
+import numpy as np, pullback
+pullback.randn(2)  # the CPU backend, which tunes malloc
+arrays = [np.ones(1 << 18, dtype=np.float32) for _ in range(96)]
+with open("/proc/self/smaps") as smaps:
+    huge = sum(int(line.split()[1]) for line in smaps if line.startswith("AnonHugePages:"))
+print(huge >> 10)
+"""
+
+
+def _huge_page_mib(**env: str) -> int:
+    done = subprocess.run([sys.executable, "-c", _HUGE_CODE], env={**os.environ, **env},
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def _transparent_huge_pages_on_advice() -> bool:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as setting:
+            return "[madvise]" in setting.read()
+    except OSError:
+        return False
+
+
+@glibc_linux
+@pytest.mark.skipif(not _transparent_huge_pages_on_advice(),
+                    reason="transparent huge pages are not left to the program's advice here "
+                           "(/sys/kernel/mm/transparent_hugepage/enabled is not [madvise])")
+def test_heap_arrays_get_transparent_huge_pages():
+    # 96 MiB of small-enough arrays from the heap: huge pages only where the heap was advised
+    assert _huge_page_mib() >= 48
+    assert _huge_page_mib(PULLBACK_MALLOC_TUNING="0") < 16
+
+
+@glibc_linux
+def test_heap_growth_past_the_reserve_is_advised():
+    # Past the reserve the heap grows by a new mapping (the block and another reserve);
+    # advise_heap_growth gives it huge pages: the mapping's share in /proc/self/smaps.
+    code = """
+import numpy as np, pullback, pullback._host_memory as h
+pullback.randn(2)
+before = h._heap[0].end
+arrays = [np.ones(1 << 18, dtype=np.float32) for _ in range(400)]  # 400 MiB > the reserve
+h.advise_heap_growth()
+grown, mapping, huge = h._heap[0].end - before, None, 0
+with open("/proc/self/smaps") as smaps:
+    for line in smaps:
+        if "-" in line.split()[0] and not line.split()[0].endswith(":"):
+            mapping = int(line.split("-")[0], 16)
+        elif line.startswith("AnonHugePages:") and mapping is not None and mapping >= before:
+            huge += int(line.split()[1]) << 10
+print(grown >= h.HEAP_RESERVE, huge >= 64 << 20)
+"""
+    if not _transparent_huge_pages_on_advice():
+        pytest.skip("transparent huge pages are not left to the program's advice here")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["True", "True"]

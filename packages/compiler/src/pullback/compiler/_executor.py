@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from pullback._host_memory import advise_heap_growth
 from pullback.backends import get_backend
 from pullback.registry import get_op
 
@@ -93,6 +94,9 @@ def lower(graph: Graph, wrap: Callable[[Node, Callable[..., Any]], Callable[...,
         for v in node.input_values():
             last_use[v] = i
     lines = ["def run(inputs):"]
+    if device == "cpu":  # a heap the last run grew gets huge pages (see pullback._host_memory)
+        w.globals["advise_heap_growth"] = advise_heap_growth
+        lines.append("    advise_heap_growth()")
     if graph.placeholders:
         names = ", ".join(w.value(ph.value) for ph in graph.placeholders)
         lines.append(f"    {names}, = inputs")

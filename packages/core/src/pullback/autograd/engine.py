@@ -17,6 +17,7 @@ from operator import is_not
 import weakref
 from typing import Any, Callable, Sequence
 
+from .._host_memory import advise_heap_growth
 from ..dispatch import first_order_tensor_namespace, raw_namespace, state, tensor_namespace
 from ..errors import AutogradError, DeviceError, ShapeError
 from ..tensor import Tensor
@@ -159,6 +160,7 @@ def run_backward(
     With ``accumulate`` the results go into the ``.grad`` of leaves (only those in ``inputs``
     when given); otherwise the gradients of ``inputs`` are returned (``None`` where unreached).
     """
+    advise_heap_growth()  # the heap a forward pass grew gets huge pages (see _host_memory)
     # Gradients are Tensors under create_graph, and while a mode records the backward's ops.
     on_tensors = create_graph or any(m.records_backward for m in state.modes)
     root_grads: list[tuple[Any, Any]] = []  # (node or leaf tensor, gradient)
