@@ -79,6 +79,12 @@ def run_side(case: str, side: str, args: argparse.Namespace) -> dict:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                 "PULLBACK_NUM_THREADS"):
         env[var] = str(args.threads)
+    if side == "torch":
+        # PyTorch's process builds its model from pullback's (the same weights), which would
+        # apply pullback's process-wide malloc settings (pullback._host_memory) to PyTorch's
+        # arrays too: the reference runs with glibc's defaults, as PyTorch does without pullback
+        # (docs/benchmarks.md, seventh round, has what the settings did to PyTorch's steps).
+        env["PULLBACK_MALLOC_TUNING"] = "0"
     command = [sys.executable, str(HERE / "eager_targets.py"), "--child", case, side,
                "--clock", args.clock, "--blocks", str(args.blocks), "--warmup", str(args.warmup)]
     done = subprocess.run(command, env=env, cwd=HERE, capture_output=True, text=True)

@@ -85,6 +85,7 @@ def _transparent_huge_pages_on_advice() -> bool:
 def test_heap_arrays_get_transparent_huge_pages():
     # 96 MiB of small-enough arrays from the heap: huge pages only where the heap was advised
     assert _huge_page_mib() >= 48
+    assert _huge_page_mib(PULLBACK_HUGE_PAGES="0") < 16
     assert _huge_page_mib(PULLBACK_MALLOC_TUNING="0") < 16
 
 

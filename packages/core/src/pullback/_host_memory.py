@@ -25,8 +25,9 @@ gave 47.3 ms. glibc extends the heap with ``brk``, and every extension is a new 
 advice does not cover, so the heap is grown once by :data:`HEAP_RESERVE` (address space: pages
 are only backed where written) with that much kept at its top for each later growth, and
 :func:`advise_heap_growth` (run by each backward pass and each compiled program run) advises what
-was added since. ``PULLBACK_MALLOC_TUNING=0`` leaves malloc and the heap alone; where malloc is
-not glibc's (macOS, musl) nothing is changed.
+was added since. ``PULLBACK_HUGE_PAGES=0`` keeps the heap's small pages (the malloc settings
+above stay); ``PULLBACK_MALLOC_TUNING=0`` leaves malloc and the heap alone; where malloc is not
+glibc's (macOS, musl) nothing is changed.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def _apply() -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     tuned = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
                  and mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-    if tuned and _huge_pages_on_advice():
+    huge_pages = os.environ.get("PULLBACK_HUGE_PAGES", "1") != "0"
+    if tuned and huge_pages and _huge_pages_on_advice():
         _advise_heap(libc)
     return tuned
 
@@ -117,7 +119,8 @@ def _advise_heap(libc: ctypes.CDLL) -> None:
     advise huge pages from its old end on."""
     sbrk, madvise = libc.sbrk, libc.madvise
     sbrk.argtypes, sbrk.restype = [ctypes.c_ssize_t], ctypes.c_void_p
-    madvise.argtypes, madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    madvise.restype = ctypes.c_int
     libc.malloc.argtypes, libc.malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
     libc.free.argtypes, libc.free.restype = [ctypes.c_void_p], None
     if not libc.mallopt(_M_TOP_PAD, HEAP_RESERVE):
