@@ -2,9 +2,10 @@
 
 The model and batch of benchmarks/gpt_step.py (4 layers, width 128, batch 32, AdamW). Target
 (issue 41): the compiled step at most 0.8x PyTorch's eager step, in the default install
-(eager_targets.py also times it in separate processes). Compile times (pullback.compiler: the
-traced calls until the guards settle; torch.compile: its first calls) are reported apart, as
-is the node count before and after each pass.
+(eager_targets.py also times it in separate processes, PyTorch's without pullback's malloc
+settings, which in this one process apply to PyTorch's arrays too). Compile times
+(pullback.compiler: the traced calls until the guards settle; torch.compile: its first calls)
+are reported apart, as is the node count before and after each pass.
 
     python benchmarks/compiler_gpt_step.py                      # 2 threads, wall clock
     python benchmarks/compiler_gpt_step.py --threads 1 --clock cpu   # busy machine
