@@ -8,8 +8,8 @@ while the bests of a run may come from different moments).
 
 The CSV has ``eager_targets.py``'s columns (``pullback_runs_ms`` and ``torch_runs_ms``: one time
 per round, in order), and optionally ``revision``, which groups its rows. Prints one JSON line
-per revision and case: the rounds pooled, the median ratio, its quartiles and the share of
-rounds within the target.
+per revision and case: the rounds pooled, the median ratio, its quartiles, the share of
+rounds within the target, and each side's median time (which side moved, between revisions).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--cases", nargs="*", help="only these cases (default: every one)")
     args = parser.parse_args()
     pooled: dict[tuple[str, str], list[float]] = {}
+    times: dict[tuple[str, str], dict[str, list[float]]] = {}  # each side's round times
     targets: dict[str, float] = {}
     with args.csv.open(newline="") as f:
         for row in csv.DictReader(f):
@@ -45,13 +46,19 @@ def main() -> None:
                 continue
             key = (row.get("revision", ""), row["case"])
             pooled.setdefault(key, []).extend(_row_ratios(row))
+            for side in ("pullback", "torch"):
+                times.setdefault(key, {}).setdefault(side, []).extend(
+                    float(v) for v in row[f"{side}_runs_ms"].split())
             targets[row["case"]] = float(row["target"])
     for (revision, case), ratios in pooled.items():
         low, median, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        sides = times[(revision, case)]
         emit(benchmark="paired_ratios", revision=revision, case=case, rounds=len(ratios),
              median_ratio=round(median, 3), quartiles=[round(low, 3), round(high, 3)],
              target=targets[case],
-             share_within_target=round(sum(r <= targets[case] for r in ratios) / len(ratios), 2))
+             share_within_target=round(sum(r <= targets[case] for r in ratios) / len(ratios), 2),
+             pullback_median_ms=round(statistics.median(sides["pullback"]), 3),
+             torch_median_ms=round(statistics.median(sides["torch"]), 3))
 
 
 if __name__ == "__main__":

@@ -17,17 +17,18 @@ The heap's pages are also asked to be transparent huge pages (2 MiB) where the k
 that to the program (``/sys/kernel/mm/transparent_hugepage/enabled`` is ``madvise``, as on
 Debian and Ubuntu). A step's arrays, a few hundred megabytes reused every step, then need a
 512th of the TLB entries: with 4 KiB pages every kernel that streams a few megabytes through
-the caches also walks the page tables. Measured (throwaway scripts, 5-6 alternating fresh
-processes each, 2 threads, the GPT of ``benchmarks/gpt_step.py``): the compiled step's median
-48.8 -> 47.6 ms, the eager step's 59.9 -> 57.2 ms; glibc's own switch for this
-(``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``, which must be set before the process starts)
-gave 47.3 ms. glibc extends the heap with ``brk``, and every extension is a new mapping that the
-advice does not cover, so the heap is grown once by :data:`HEAP_RESERVE` (address space: pages
-are only backed where written) with that much kept at its top for each later growth, and
-:func:`advise_heap_growth` (run by each backward pass and each compiled program run) advises what
-was added since. ``PULLBACK_HUGE_PAGES=0`` keeps the heap's small pages (the malloc settings
-above stay); ``PULLBACK_MALLOC_TUNING=0`` leaves malloc and the heap alone; where malloc is not
-glibc's (macOS, musl) nothing is changed.
+the caches also walks the page tables. Measured with ``benchmarks/eager_targets.py`` run with
+``PULLBACK_HUGE_PAGES`` at 0 and 1, alternating (docs/benchmarks.md, seventh round): the GPT
+step of ``benchmarks/gpt_step.py`` against PyTorch's, compiled 0.828 -> 0.796 and eager 0.991
+-> 0.952 (medians of 16 paired rounds). glibc extends the heap with ``brk``, and every extension
+is a new mapping that the advice does not cover, so the heap is grown once by
+:data:`HEAP_RESERVE` (address space: pages are only backed where written) with that much kept
+at its top for each later growth, and :func:`advise_heap_growth` (run by each backward pass and
+each compiled program run) advises what was added since.
+
+``PULLBACK_HUGE_PAGES=0`` keeps the heap's small pages (the malloc settings above stay);
+``PULLBACK_MALLOC_TUNING=0`` leaves malloc and the heap alone; where malloc is not glibc's
+(macOS, musl) nothing is changed.
 """
 
 from __future__ import annotations
