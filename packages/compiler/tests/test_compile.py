@@ -74,6 +74,23 @@ def test_loss_and_backward_compiled_puts_gradients_in_grad():
         np.testing.assert_allclose(q.grad.array, p.grad.array, rtol=1e-12)
 
 
+def test_each_compiled_run_advises_the_heaps_growth(monkeypatch):
+    # a heap that the last run grew gets huge pages (pullback._host_memory) at the next run's start
+    from pullback.compiler import _executor
+
+    calls = []
+    monkeypatch.setattr(_executor, "advise_heap_growth", lambda: calls.append(None))
+    _, model = _twins(mlp, "float64")
+    x, y = mlp_batch("float64")
+    compiled = compile(lambda a: model(a).sum())
+    for _ in range(3):  # traced and built
+        compiled(x)
+    before = len(calls)
+    compiled(x)
+    compiled(x)
+    assert len(calls) - before == 2
+
+
 def test_a_new_shape_retraces_and_says_why():
     messages = []
     f = compile(lambda x: pb.tanh(x) * 2.0, log=messages.append)

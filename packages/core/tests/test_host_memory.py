@@ -116,3 +116,16 @@ print(grown >= h.HEAP_RESERVE, huge >= 64 << 20)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["True", str(collapsed)]
+
+
+def test_each_backward_pass_advises_the_heaps_growth(monkeypatch):
+    # the heap a forward pass grew gets huge pages before the backward's arrays land in it
+    import pullback
+    from pullback.autograd import engine
+
+    calls = []
+    monkeypatch.setattr(engine, "advise_heap_growth", lambda: calls.append(None))
+    x = pullback.randn(3, requires_grad=True)
+    for _ in range(2):
+        (x * 2.0).sum().backward()
+    assert len(calls) == 2

@@ -17,14 +17,14 @@ The heap's pages are also asked to be transparent huge pages (2 MiB) where the k
 that to the program (``/sys/kernel/mm/transparent_hugepage/enabled`` is ``madvise``, as on
 Debian and Ubuntu). A step's arrays, a few hundred megabytes reused every step, then need a
 512th of the TLB entries: with 4 KiB pages every kernel that streams a few megabytes through
-the caches also walks the page tables. Measured with ``benchmarks/eager_targets.py`` run with
-``PULLBACK_HUGE_PAGES`` at 0 and 1, alternating (docs/benchmarks.md, seventh round): the GPT
-step of ``benchmarks/gpt_step.py`` against PyTorch's, compiled 0.828 -> 0.796 and eager 0.991
--> 0.952 (medians of 16 paired rounds). glibc extends the heap with ``brk``, and every extension
-is a new mapping that the advice does not cover, so the heap is grown once by
-:data:`HEAP_RESERVE` (address space: pages are only backed where written) with that much kept
-at its top for each later growth, and :func:`advise_heap_growth` (run by each backward pass and
-each compiled program run) advises what was added since.
+the caches also walks the page tables. Measured with ``benchmarks/eager_targets.py``, the
+medians of pullback's own step times over alternating runs without and with them
+(docs/benchmarks.md, seventh round): the compiled GPT step 0.3-3.3 % faster (four runs), the
+eager GPT step 1.9 and 9.2 % (two), the mnist net's 8.5 %. glibc extends the heap with
+``brk``, and every extension is a new mapping that the advice does not cover, so the heap is
+grown once by :data:`HEAP_RESERVE` (address space: pages are only backed where written) with
+that much kept at its top for each later growth, and :func:`advise_heap_growth` (run by each
+backward pass and each compiled program run) advises what was added since.
 
 ``PULLBACK_HUGE_PAGES=0`` keeps the heap's small pages (the malloc settings above stay);
 ``PULLBACK_MALLOC_TUNING=0`` leaves malloc and the heap alone; where malloc is not glibc's
