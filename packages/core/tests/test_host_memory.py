@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from pullback._host_memory import _huge_pages_on_advice
+
 # 50 rounds of a step's pattern: three 4 MiB arrays written, then all freed (glibc's defaults give
 # the freed top of the heap back past twice the mmap threshold); prints the page faults taken
 # after one warm-up round, and whether the tuning is on.
@@ -70,18 +72,14 @@ def _huge_page_mib(**env: str) -> int:
     return int(done.stdout)
 
 
-def _transparent_huge_pages_on_advice() -> bool:
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as setting:
-            return "[madvise]" in setting.read()
-    except OSError:
-        return False
+huge_pages_on_advice = pytest.mark.skipif(
+    not _huge_pages_on_advice(),
+    reason="transparent huge pages are not left to the program's advice here "
+           "(/sys/kernel/mm/transparent_hugepage/enabled is not [madvise])")
 
 
 @glibc_linux
-@pytest.mark.skipif(not _transparent_huge_pages_on_advice(),
-                    reason="transparent huge pages are not left to the program's advice here "
-                           "(/sys/kernel/mm/transparent_hugepage/enabled is not [madvise])")
+@huge_pages_on_advice
 def test_heap_arrays_get_transparent_huge_pages():
     # 96 MiB of small-enough arrays from the heap: huge pages only where the heap was advised
     assert _huge_page_mib() >= 48
@@ -90,6 +88,7 @@ def test_heap_arrays_get_transparent_huge_pages():
 
 
 @glibc_linux
+@huge_pages_on_advice
 @pytest.mark.parametrize("collapse_budget_mib, collapsed", [(1024, True), (0, False)])
 def test_heap_growth_past_the_reserve_is_advised(collapse_budget_mib, collapsed):
     # Past the reserve the heap grows by a new mapping (the block and another reserve);
@@ -111,8 +110,6 @@ with open("/proc/self/smaps") as smaps:
             huge += int(line.split()[1]) << 10
 print(grown >= h.HEAP_RESERVE, huge >= 64 << 20)
 """
-    if not _transparent_huge_pages_on_advice():
-        pytest.skip("transparent huge pages are not left to the program's advice here")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["True", str(collapsed)]
