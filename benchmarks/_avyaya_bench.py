@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import tracemalloc
 from typing import Any, Callable
+
+# The resident-set figures count pages: with the heap's 2 MiB pages (pullback._host_memory) they
+# would move in 2 MiB steps and by what the kernel copies into huge pages (in a before/after run
+# of avyaya_memory.py, depths 10 and 50, the smallest saving by RSS fell from 4 % to -6 % while
+# the traced savings were identical); these benchmarks keep 4 KiB pages. Set before pullback
+# loads.
+os.environ.setdefault("PULLBACK_HUGE_PAGES", "0")
 
 from _nn_bench import OPTIONS  # noqa: F401 - applies --threads before NumPy loads
 from _common import write_csv  # noqa: F401 - the avyaya benchmarks import it from here
