@@ -51,8 +51,9 @@ HEAP_RESERVE = 256 << 20
 # the reserve) before the advice; what glibc then trims leaves the reserve.
 _GROWTH = 16 << 20
 _MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25  # <sys/mman.h>
-# Heap growth copied into huge pages per process (about 1.2 ms per MiB here): a program whose
-# heap shrinks and grows back every step would otherwise pay that copy every step.
+# Heap growth, counted as address range (each growth includes a fresh reserve), that is collapsed
+# into huge pages per process: collapsing copies what was written there (about 1.2 ms per MiB
+# here), and a program whose heap shrinks and grows back every step would pay that every step.
 _COLLAPSE_BUDGET = 1 << 30
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
